@@ -1,0 +1,67 @@
+// Why: every byte the engine allocates is tagged with one category and one
+// pool, and the summary JSON, the memory metrics and the ZeRO memory tests
+// all read this tracker, so its counts must be exact to the byte.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <mutex>
+
+namespace mixtrain {
+
+// device: the compute memory (GPU memory on CUDA, the engine's compute pool
+// on the CPU backend). host: the offload pool.
+enum class MemoryPool : int { kDevice = 0, kHost = 1 };
+inline constexpr int kNumMemoryPools = 2;
+
+enum class MemoryCategory : int {
+  kParams = 0,        // 16-bit (compute-dtype) working weights
+  kGrads,             // gradients
+  kMasterParams,      // fp32 master weights
+  kOptimizerState,    // AdamW moments
+  kActivations,       // saved forward activations and their gradients
+  kGatheredParams,    // ZeRO-3 parameters gathered for one layer
+  kCommBuffers,       // collective staging buffers
+  kWorkspace,         // kernel scratch (converted GEMM inputs, attention temps)
+};
+inline constexpr int kNumMemoryCategories = 8;
+
+// "device" / "host": the summary JSON's and metrics' names.
+const char* memory_pool_name(MemoryPool pool);
+// "params", "grads", "master_params", "optimizer_state", "activations",
+// "gathered_params", "comm_buffers", "workspace".
+const char* memory_category_name(MemoryCategory category);
+
+// Current and peak bytes per (pool, category), and the peak of each pool's
+// total. Thread-safe.
+class MemoryTracker {
+ public:
+  // Records an allocation of `bytes` in (pool, category).
+  void on_alloc(MemoryPool pool, MemoryCategory category, size_t bytes);
+  // Records that an allocation of `bytes` in (pool, category) was freed.
+  // Freeing more than is outstanding is a bug and aborts in debug builds.
+  void on_free(MemoryPool pool, MemoryCategory category, size_t bytes);
+
+  // Bytes outstanding now in (pool, category).
+  size_t current(MemoryPool pool, MemoryCategory category) const;
+  // Highest value current(pool, category) has reached since the last reset.
+  size_t peak(MemoryPool pool, MemoryCategory category) const;
+  // Bytes outstanding now in the pool, over all categories.
+  size_t current_total(MemoryPool pool) const;
+  // Highest value current_total(pool) has reached since the last reset.
+  size_t peak_total(MemoryPool pool) const;
+  // Sets every peak to its current value.
+  void reset_peaks();
+
+ private:
+  struct PoolCounts {
+    std::array<size_t, kNumMemoryCategories> current{};
+    std::array<size_t, kNumMemoryCategories> peak{};
+    size_t total = 0;
+    size_t peak_total = 0;
+  };
+  mutable std::mutex mu_;
+  std::array<PoolCounts, kNumMemoryPools> pools_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace mixtrain

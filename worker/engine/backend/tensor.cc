@@ -1,0 +1,81 @@
+// Why: Storage's counted lifetime and Tensor's shape bookkeeping.
+#include "backend/tensor.h"
+
+namespace mixtrain {
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_string(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + ")";
+}
+
+Storage::Storage(std::shared_ptr<Allocator> allocator, std::shared_ptr<MemoryTracker> tracker,
+                 size_t bytes, MemoryPool pool, MemoryCategory category)
+    : allocator_(std::move(allocator)),
+      tracker_(std::move(tracker)),
+      data_(allocator_->allocate(bytes, pool)),
+      bytes_(bytes),
+      pool_(pool),
+      category_(category) {
+  tracker_->on_alloc(pool_, category_, bytes_);
+}
+
+Storage::~Storage() {
+  allocator_->deallocate(data_, bytes_, pool_);
+  tracker_->on_free(pool_, category_, bytes_);
+}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, size_t offset_bytes, DType dtype, Shape shape)
+    : storage_(std::move(storage)),
+      offset_bytes_(offset_bytes),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      numel_(shape_numel(shape_)) {
+  for (int64_t d : shape_) check_arg(d >= 0, "negative dimension in shape " + shape_string(shape_));
+  check_arg(storage_ != nullptr, "tensor without storage");
+  check_arg(offset_bytes_ + nbytes() <= storage_->bytes(),
+            "tensor " + describe() + " does not fit its storage of " +
+                std::to_string(storage_->bytes()) + " bytes");
+}
+
+int64_t Tensor::dim(int i) const {
+  const int n = ndim();
+  const int j = i < 0 ? i + n : i;
+  check_arg(j >= 0 && j < n, "dimension " + std::to_string(i) + " of " + describe());
+  return shape_[j];
+}
+
+void* Tensor::data() const {
+  check_arg(defined(), "data() of an undefined tensor");
+  return static_cast<char*>(storage_->data()) + offset_bytes_;
+}
+
+Tensor Tensor::view(int64_t offset, Shape shape) const {
+  const int64_t n = shape_numel(shape);
+  check_arg(offset >= 0 && offset + n <= numel_,
+            "view of " + std::to_string(n) + " elements at " + std::to_string(offset) +
+                " is outside " + describe());
+  return Tensor(storage_, offset_bytes_ + static_cast<size_t>(offset) * dtype_size(dtype_),
+                dtype_, std::move(shape));
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  check_arg(shape_numel(shape) == numel_,
+            "cannot reshape " + describe() + " to " + shape_string(shape));
+  return Tensor(storage_, offset_bytes_, dtype_, std::move(shape));
+}
+
+std::string Tensor::describe() const {
+  return std::string(dtype_name(dtype_)) + shape_string(shape_);
+}
+
+}  // namespace mixtrain
