@@ -14,6 +14,12 @@ if(NOT MIXTRAIN_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CUDA sources inherit CXX_STANDARD 20, but CMake 3.25 does not know
+    # nvcc's C++20 flag (nvcc 12+ has it); newer CMake sets its own.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     find_package(CUDAToolkit REQUIRED)
     set(MIXTRAIN_WITH_CUDA ON)
     message(STATUS "mixtrain: CUDA backend ON (${CMAKE_CUDA_COMPILER}, sm ${CMAKE_CUDA_ARCHITECTURES})")

@@ -18,9 +18,11 @@ struct ConvertOptions {
 };
 
 // Converts n elements of src (src_type) to dst (dst_type). Any pair of
-// fp32, fp16, bf16, fp8_e4m3, fp8_e5m2 (same type copies). src and dst must
-// not overlap unless they are the same pointer with the same element size.
-// Multi-threaded (OpenMP) above a size threshold.
+// fp32, fp16, bf16, fp8_e4m3, fp8_e5m2 (same type copies the bytes). src
+// and dst must not overlap unless they are the same pointer with the same
+// element size (fp16 <-> bf16 in place works). Neither pointer needs any
+// alignment. Multi-threaded (OpenMP) above a size threshold when called
+// outside a parallel region. Throws EngineError(kInvalidArgument) for int32.
 void convert(const void* src, DType src_type, void* dst, DType dst_type, size_t n,
              ConvertOptions options = {});
 

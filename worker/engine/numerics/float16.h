@@ -19,26 +19,25 @@ struct BFloat16 {
   uint16_t bits;
 };
 
+// Every case is computed and the right one selected, without branches, so
+// loops over it vectorize.
 inline uint16_t float_to_half_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) return 0x7fffu;           // NaN
-  if (ax >= 0x477ff000u) return sign | 0x7c00u;   // >= 65520 rounds to inf
-  if (ax >= 0x38800000u) {                        // normal half: >= 2^-14
-    ax += 0x0fffu + ((ax >> 13) & 1u);            // round to nearest even
-    return static_cast<uint16_t>(sign | ((ax - 0x38000000u) >> 13));
-  }
-  if (ax <= 0x33000000u) return static_cast<uint16_t>(sign);  // <= 2^-25: 0
-  // Subnormal half: value in units of 2^-24 is m * 2^(e - 126).
-  uint32_t e = ax >> 23;
-  uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-  uint32_t shift = 126u - e;  // 14..24
-  uint32_t q = m >> shift;
-  uint32_t rem = m & ((1u << shift) - 1u);
-  uint32_t halfway = 1u << (shift - 1u);
-  if (rem > halfway || (rem == halfway && (q & 1u))) ++q;
-  return static_cast<uint16_t>(sign | q);
+  // Normal half (|x| >= 2^-14): drop 13 mantissa bits, nearest even, rebias.
+  uint32_t normal = (ax + 0x0fffu + ((ax >> 13) & 1u) - 0x38000000u) >> 13;
+  // Subnormal half: the value in units of 2^-24 is m * 2^-shift, rounded to
+  // nearest even; shift = 126 - exponent, capped at 31 (|x| <= 2^-25 gives
+  // 0). Computed from |x| capped below 2^-14, so shift is at least 13.
+  uint32_t tiny = ax < 0x38800000u ? ax : 0x38800000u;
+  uint32_t shift = 126u - (tiny >> 23);
+  shift = shift < 31u ? shift : 31u;
+  uint32_t m = (tiny & 0x7fffffu) | 0x800000u;
+  uint32_t subnormal = (m + (1u << (shift - 1u)) - 1u + ((m >> shift) & 1u)) >> shift;
+  uint32_t finite = sign | (ax < 0x38800000u ? subnormal : normal);
+  uint32_t special = ax > 0x7f800000u ? 0x7fffu : (sign | 0x7c00u);  // NaN, or >= 65520: inf
+  return static_cast<uint16_t>(ax >= 0x477ff000u ? special : finite);
 }
 
 inline float half_bits_to_float(uint16_t h) {
@@ -62,9 +61,8 @@ inline float half_bits_to_float(uint16_t h) {
 
 inline uint16_t float_to_bf16_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fffu;  // NaN
-  x += 0x7fffu + ((x >> 16) & 1u);                       // nearest even
-  return static_cast<uint16_t>(x >> 16);
+  uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;  // nearest even
+  return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : rounded);  // NaN
 }
 
 inline float bf16_bits_to_float(uint16_t b) {

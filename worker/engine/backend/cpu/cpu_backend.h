@@ -12,7 +12,7 @@
 
 namespace mixtrain {
 
-class CpuGemm;  // oneDNN primitive cache (cpu_matmul.cc)
+class CpuGemm;  // GEMM dispatcher and oneDNN primitive cache (cpu_gemm.cc)
 
 class CpuBackend final : public Backend {
  public:

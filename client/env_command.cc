@@ -1,0 +1,38 @@
+// Why: implementation of `mixtrain env`.
+#include "env_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/build_info.h"
+
+namespace mixtrain::cli {
+
+int run_env_command(OutputFormat format, std::ostream& out) {
+  const BuildInfo info = build_info();
+  std::string backends;
+  for (const std::string& b : info.backends) backends += (backends.empty() ? "" : ", ") + b;
+  if (format == OutputFormat::kJson) {
+    nlohmann::json j = {{"version", info.version},
+                        {"compiler", info.compiler},
+                        {"cpu_features", info.cpu_features},
+                        {"onednn", info.onednn},
+                        {"cuda_compiled", info.cuda_compiled},
+                        {"cuda_devices", info.cuda_devices},
+                        {"omp_threads", info.omp_threads},
+                        {"backends", info.backends}};
+    out << j.dump(2) << "\n";
+    return 0;
+  }
+  out << "mixtrain      " << info.version << " (" << info.compiler << ")\n"
+      << "cpu features  " << info.cpu_features << "\n"
+      << "omp threads   " << info.omp_threads << "\n"
+      << "oneDNN        " << (info.onednn.empty() ? "not built in" : info.onednn) << "\n"
+      << "cuda          "
+      << (info.cuda_compiled ? std::to_string(info.cuda_devices) + " device(s)"
+                             : std::string("not built in"))
+      << "\n"
+      << "backends      " << backends << "\n";
+  return 0;
+}
+
+}  // namespace mixtrain::cli

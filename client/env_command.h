@@ -1,0 +1,15 @@
+// Why: `mixtrain env` tells a user what this build can use on this machine
+// (CPU features, oneDNN, CUDA devices, backends), like DeepSpeed's
+// ds_report, before they wonder why a job runs slowly.
+#pragma once
+
+#include <ostream>
+
+namespace mixtrain::cli {
+
+enum class OutputFormat { kTable, kJson };
+
+// Prints the build and machine report; returns the process exit code (0).
+int run_env_command(OutputFormat format, std::ostream& out);
+
+}  // namespace mixtrain::cli

@@ -1,0 +1,706 @@
+// Why: ggml's test-backend-ops for mixtrain. Every Backend op runs on every
+// backend this process can make, on the same seeded random inputs, and its
+// results are compared with the CPU backend's. The CPU ops are checked
+// against double-precision references in their own tests, so agreement here
+// carries that correctness over to the CUDA backend (and to any later one).
+// A backend that is not present (always "cuda" on a machine without a GPU)
+// has its cases skipped with a message; "cpu" against a second CPU backend
+// always runs and checks the plumbing and determinism.
+//
+// Both sides get bit-identical inputs (rounded to their dtype on the host
+// first), so what differs is each implementation's own arithmetic: fp32
+// accumulation order, exp/tanh implementations, and where results are
+// rounded to 16 bits. Tolerances, by the narrowest dtype a case computes
+// in, with scale = max |want| over the tensor:
+//
+//   |got - want| <= rtol * |want| + atol * scale
+//
+//   dtype | rtol    | atol    | why
+//   ------+---------+---------+-----------------------------------------------
+//   fp32  | 1e-4    | 1e-5    | sums in different orders (cuBLAS vs oneDNN
+//         |         |         | blocking), exp/expf ~2e-7 apart; chained ops
+//         |         |         | (attention backward) compound a few of these
+//   bf16  | 2^-6    | 2^-7    | 8-bit significand: two results rounded
+//         |         |         | independently can be an ulp (2^-7) apart, and
+//         |         |         | ops that round intermediates (attention
+//         |         |         | probabilities, GEMM C before bias) add ~1 more
+//   fp16  | 2^-9    | 2^-10   | the same for an 11-bit significand
+//
+// Exact comparisons: cast (both sides claim CUDA's conversions bit for bit;
+// any two NaNs match), fill, set_zero, copies, and unscale_and_check (one
+// multiply and one rounding). sum_squares accumulates in fp64: 1e-12.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "numerics/float16.h"
+
+namespace mixtrain {
+namespace {
+
+constexpr DType kComputeTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+constexpr DType kFloatFormats[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kFP8E4M3,
+                                   DType::kFP8E5M2};
+
+struct Tolerance {
+  double rtol;
+  double atol;
+};
+
+Tolerance tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16: return {std::ldexp(1.0, -6), std::ldexp(1.0, -7)};
+    case DType::kF16: return {std::ldexp(1.0, -9), std::ldexp(1.0, -10)};
+    default: return {1e-4, 1e-5};
+  }
+}
+
+// The loosest tolerance among the dtypes a case computes in.
+Tolerance loosest(std::initializer_list<DType> dtypes) {
+  Tolerance t{0.0, 0.0};
+  for (DType d : dtypes) {
+    const Tolerance u = tolerance(d);
+    t = {std::max(t.rtol, u.rtol), std::max(t.atol, u.atol)};
+  }
+  return t;
+}
+
+// ---- host-side values ------------------------------------------------------
+
+std::vector<float> random_values(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<int32_t> random_ids(size_t n, uint32_t seed, int32_t limit) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, limit - 1);
+  std::vector<int32_t> v(n);
+  for (int32_t& x : v) x = dist(rng);
+  return v;
+}
+
+// Values in a compute dtype's bytes, rounded as float16.h rounds.
+std::vector<uint8_t> encode(const std::vector<float>& values, DType dtype) {
+  std::vector<uint8_t> bytes(values.size() * dtype_size(dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::kF32) {
+      std::memcpy(&bytes[i * 4], &values[i], 4);
+    } else {
+      const uint16_t bits = dtype == DType::kF16 ? float_to_half_bits(values[i])
+                                                 : float_to_bf16_bits(values[i]);
+      std::memcpy(&bytes[i * 2], &bits, 2);
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> decode(const std::vector<uint8_t>& bytes, DType dtype) {
+  const size_t n = bytes.size() / dtype_size(dtype);
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (dtype == DType::kF32) {
+      std::memcpy(&values[i], &bytes[i * 4], 4);
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, &bytes[i * 2], 2);
+      values[i] = dtype == DType::kF16 ? half_bits_to_float(bits) : bf16_bits_to_float(bits);
+    }
+  }
+  return values;
+}
+
+// Whether the element at `at` of a float-format byte array is a NaN.
+bool is_nan_at(const std::vector<uint8_t>& bytes, size_t at, DType dtype) {
+  switch (dtype) {
+    case DType::kFP8E4M3: return (bytes[at] & 0x7fu) == 0x7fu;
+    case DType::kFP8E5M2: return (bytes[at] & 0x7fu) > 0x7cu;
+    case DType::kF16:
+    case DType::kBF16: {
+      uint16_t bits;
+      std::memcpy(&bits, &bytes[at * 2], 2);
+      return (bits & 0x7fffu) > (dtype == DType::kF16 ? 0x7c00u : 0x7f80u);
+    }
+    default: {
+      float f;
+      std::memcpy(&f, &bytes[at * 4], 4);
+      return std::isnan(f);
+    }
+  }
+}
+
+// Source elements covering a float format: every code of the 8- and 16-bit
+// formats; for fp32, random values across the range the narrow formats
+// round in (exponents 2^-30 .. 2^33, both signs) plus the edge cases.
+std::vector<uint8_t> cast_source(DType dtype) {
+  if (dtype_size(dtype) == 1) {
+    std::vector<uint8_t> bytes(256);
+    for (int i = 0; i < 256; ++i) bytes[i] = static_cast<uint8_t>(i);
+    return bytes;
+  }
+  if (dtype_size(dtype) == 2) {
+    std::vector<uint8_t> bytes(2 * 65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const uint16_t bits = static_cast<uint16_t>(i);
+      std::memcpy(&bytes[2 * i], &bits, 2);
+    }
+    return bytes;
+  }
+  std::vector<float> values = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN(), 448.0f, 464.0f,
+                               464.0001f, 480.0f, -500.0f, 57344.0f, 61440.0f, 61439.996f,
+                               65504.0f, 65520.0f, 65519.996f, 1e-10f, -1e-10f,
+                               std::ldexp(1.0f, -9), std::ldexp(1.0f, -10),
+                               std::ldexp(1.0f, -16), std::ldexp(1.0f, -17),
+                               std::ldexp(1.0f, -24), std::ldexp(1.0f, -25),
+                               std::ldexp(1.5f, -25), std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::max()};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> exponent(127 - 30, 127 + 33);
+  std::uniform_int_distribution<uint32_t> mantissa(0, (1u << 23) - 1);
+  std::uniform_int_distribution<uint32_t> sign(0, 1);
+  while (values.size() < 65536) {
+    const uint32_t bits = (sign(rng) << 31) | (exponent(rng) << 23) | mantissa(rng);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    values.push_back(f);
+  }
+  std::vector<uint8_t> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  // A signalling NaN with a payload and a negative quiet NaN, as raw bits.
+  const uint32_t nans[] = {0x7f800001u, 0xffc01234u};
+  std::memcpy(&bytes[bytes.size() - 8], nans, 8);
+  return bytes;
+}
+
+std::vector<std::string> parity_backends() {
+  std::vector<std::string> names = {"cpu", "cuda"};
+  for (const std::string& name : available_backends()) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+// ---- the fixture -------------------------------------------------------------
+
+// The same tensor on the backend under test and on the CPU reference.
+struct Twin {
+  Tensor test;
+  Tensor ref;
+};
+using Side = Tensor Twin::*;
+
+class BackendParityTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::vector<std::string> present = available_backends();
+    if (std::find(present.begin(), present.end(), GetParam()) == present.end()) {
+      GTEST_SKIP() << "backend \"" << GetParam()
+                   << "\" is not available in this process (not compiled in, or no device): "
+                      "its parity cases are skipped";
+    }
+    backend_ = make_backend(GetParam());
+    reference_ = make_backend("cpu");
+  }
+
+  // Runs op(backend, side) on the backend under test with the Twins' test
+  // tensors, then on the CPU reference with their ref tensors.
+  void run_both(const std::function<void(Backend&, Side)>& op) {
+    op(*backend_, &Twin::test);
+    op(*reference_, &Twin::ref);
+  }
+
+  Twin make_raw(const Shape& shape, DType dtype, const std::vector<uint8_t>& bytes,
+                MemoryPool pool = MemoryPool::kDevice) {
+    Twin t{backend_->empty(shape, dtype, MemoryCategory::kActivations, pool),
+           reference_->empty(shape, dtype, MemoryCategory::kActivations, pool)};
+    EXPECT_EQ(bytes.size(), t.test.nbytes());
+    backend_->copy_from_host(t.test, bytes.data());
+    reference_->copy_from_host(t.ref, bytes.data());
+    return t;
+  }
+  Twin make(const Shape& shape, DType dtype, const std::vector<float>& values) {
+    return make_raw(shape, dtype, encode(values, dtype));
+  }
+  Twin make_random(const Shape& shape, DType dtype, uint32_t seed, float lo = -1.0f,
+                   float hi = 1.0f) {
+    return make(shape, dtype, random_values(shape_numel(shape), seed, lo, hi));
+  }
+  Twin make_ids(const Shape& shape, const std::vector<int32_t>& ids) {
+    std::vector<uint8_t> bytes(ids.size() * 4);
+    std::memcpy(bytes.data(), ids.data(), bytes.size());
+    return make_raw(shape, DType::kI32, bytes);
+  }
+
+  static std::vector<uint8_t> read_raw(Backend& backend, const Tensor& t) {
+    std::vector<uint8_t> bytes(t.nbytes());
+    backend.copy_to_host(bytes.data(), t);
+    return bytes;
+  }
+  std::vector<float> read_test(const Tensor& t) {
+    return decode(read_raw(*backend_, t), t.dtype());
+  }
+  std::vector<float> read_ref(const Tensor& t) {
+    return decode(read_raw(*reference_, t), t.dtype());
+  }
+
+  // Checks the backend's tensor against the reference's within `tol`
+  // (see the table at the top); NaN must meet NaN.
+  void expect_close(const Twin& t, Tolerance tol, const std::string& what) {
+    const std::vector<float> got = read_test(t.test);
+    const std::vector<float> want = read_ref(t.ref);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    double scale = 0.0;
+    for (float w : want) {
+      if (std::isfinite(w)) scale = std::max(scale, std::fabs(static_cast<double>(w)));
+    }
+    int failures = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double g = got[i], w = want[i];
+      bool ok;
+      if (std::isnan(w) || std::isnan(g)) {
+        ok = std::isnan(w) && std::isnan(g);
+      } else if (std::isinf(w) || std::isinf(g)) {
+        ok = g == w;
+      } else {
+        ok = std::fabs(g - w) <= tol.rtol * std::fabs(w) + tol.atol * scale;
+      }
+      if (!ok && ++failures <= 5) {
+        ADD_FAILURE() << what << " " << t.test.describe() << "[" << i << "]: " << GetParam()
+                      << " gives " << g << ", cpu gives " << w << " (rtol " << tol.rtol
+                      << ", atol " << tol.atol << " x scale " << scale << ")";
+      }
+    }
+    EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << want.size()
+                           << " elements differ";
+  }
+
+  // Checks the two tensors hold the same bytes (any two NaNs match).
+  void expect_bit_equal(const Twin& t, const std::string& what) {
+    const std::vector<uint8_t> got = read_raw(*backend_, t.test);
+    const std::vector<uint8_t> want = read_raw(*reference_, t.ref);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    const size_t width = dtype_size(t.test.dtype());
+    int failures = 0;
+    for (size_t i = 0; i < got.size() / width; ++i) {
+      if (std::memcmp(&got[i * width], &want[i * width], width) == 0) continue;
+      if (is_nan_at(got, i, t.test.dtype()) && is_nan_at(want, i, t.test.dtype())) continue;
+      if (++failures <= 5) {
+        std::ostringstream g, w;
+        for (size_t b = width; b-- > 0;) {
+          g << std::hex << static_cast<int>(got[i * width + b]) << ' ';
+          w << std::hex << static_cast<int>(want[i * width + b]) << ' ';
+        }
+        ADD_FAILURE() << what << " element " << i << ": " << GetParam() << " gives bytes "
+                      << g.str() << "but cpu gives " << w.str();
+      }
+    }
+    EXPECT_EQ(failures, 0) << what << ": " << failures << " elements differ";
+  }
+
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> reference_;
+};
+
+// ---- memory, copies and streams ---------------------------------------------
+
+TEST_P(BackendParityTest, CopiesMoveBytesBetweenPoolsAndStreams) {
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const std::vector<uint8_t> bytes = encode(random_values(1000, 1), dtype);
+    const Twin device = make_raw({1000}, dtype, bytes);
+    Backend& b = *backend_;
+    const Tensor host = b.empty({1000}, dtype, MemoryCategory::kMasterParams, MemoryPool::kHost);
+    const Tensor back = b.empty({10, 100}, dtype, MemoryCategory::kParams);
+    // device -> host on the transfer stream after the compute stream's work,
+    // then host -> device on the compute stream after the transfer.
+    const std::unique_ptr<Event> produced = b.record_event(StreamKind::kCompute);
+    b.wait_event(StreamKind::kTransfer, *produced);
+    b.copy(host, device.test, StreamKind::kTransfer);
+    const std::unique_ptr<Event> offloaded = b.record_event(StreamKind::kTransfer);
+    b.wait_event(StreamKind::kCompute, *offloaded);
+    b.copy(back.reshape({1000}), host, StreamKind::kCompute);
+    b.synchronize();
+    EXPECT_EQ(read_raw(b, back), bytes);
+    EXPECT_EQ(read_raw(b, host), bytes);
+  }
+}
+
+TEST_P(BackendParityTest, CastIsBitExactForEveryFormatPair) {
+  for (DType from : kFloatFormats) {
+    const std::vector<uint8_t> bytes = cast_source(from);
+    const int64_t n = static_cast<int64_t>(bytes.size() / dtype_size(from));
+    const Twin src = make_raw({n}, from, bytes);
+    for (DType to : kFloatFormats) {
+      const std::string what = std::string("cast ") + dtype_name(from) + " -> " + dtype_name(to);
+      SCOPED_TRACE(what);
+      const Twin dst{backend_->empty({n}, to, MemoryCategory::kActivations),
+                     reference_->empty({n}, to, MemoryCategory::kActivations)};
+      run_both([&](Backend& b, Side s) { b.cast(dst.*s, src.*s); });
+      expect_bit_equal(dst, what);
+    }
+  }
+}
+
+TEST_P(BackendParityTest, FillAndSetZeroWriteEveryElement) {
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin t = make_random({3, 77}, dtype, 2);
+    run_both([&](Backend& b, Side s) { b.fill(t.*s, 0.3f); });
+    expect_bit_equal(t, "fill");
+    run_both([&](Backend& b, Side s) { b.set_zero(t.*s); });
+    expect_bit_equal(t, "set_zero");
+    EXPECT_EQ(read_test(t.test), std::vector<float>(3 * 77, 0.0f));
+  }
+  const Twin ids = make_ids({5}, {1, 2, 3, 4, 5});
+  run_both([&](Backend& b, Side s) { b.set_zero(ids.*s); });
+  expect_bit_equal(ids, "set_zero int32");
+}
+
+TEST_P(BackendParityTest, AddSameAndMixedDtypesAndInPlace) {
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin a = make_random({4, 33}, dtype, 3);
+    const Twin b = make_random({4, 33}, dtype, 4);
+    const Twin out = make_random({4, 33}, dtype, 5);
+    run_both([&](Backend& be, Side s) { be.add(out.*s, a.*s, b.*s); });
+    expect_close(out, tolerance(dtype), "add");
+    run_both([&](Backend& be, Side s) { be.add(a.*s, a.*s, b.*s); });
+    expect_close(a, tolerance(dtype), "add in place");
+  }
+  const Twin a = make_random({132}, DType::kF32, 6);
+  const Twin b = make_random({132}, DType::kF16, 7);
+  const Twin out = make_random({132}, DType::kBF16, 8);
+  run_both([&](Backend& be, Side s) { be.add(out.*s, a.*s, b.*s); });
+  expect_close(out, tolerance(DType::kBF16), "add fp32 + fp16 -> bf16");
+}
+
+// ---- GEMM -------------------------------------------------------------------
+
+struct MatmulCase {
+  DType ab;
+  DType c;
+};
+
+TEST_P(BackendParityTest, MatmulEveryLayoutBiasBetaAndDtype) {
+  const MatmulCase cases[] = {{DType::kF32, DType::kF32},  {DType::kBF16, DType::kBF16},
+                              {DType::kF16, DType::kF16},  {DType::kBF16, DType::kF32},
+                              {DType::kF16, DType::kF32},  {DType::kBF16, DType::kF16},
+                              {DType::kF32, DType::kBF16}, {DType::kF16, DType::kBF16}};
+  const int64_t m = 13, k = 37, n = 19;
+  uint32_t seed = 100;
+  for (const MatmulCase& mc : cases) {
+    for (int layout = 0; layout < 4; ++layout) {
+      for (int variant = 0; variant < 3; ++variant) {  // plain, bias, bias + beta=1
+        const bool trans_a = layout & 1, trans_b = layout & 2;
+        std::ostringstream what;
+        what << "matmul " << dtype_name(mc.ab) << "->" << dtype_name(mc.c) << " trans_a "
+             << trans_a << " trans_b " << trans_b << " variant " << variant;
+        SCOPED_TRACE(what.str());
+        const Twin a = make_random(trans_a ? Shape{k, m} : Shape{m, k}, mc.ab, ++seed);
+        const Twin b = make_random(trans_b ? Shape{n, k} : Shape{k, n}, mc.ab, ++seed);
+        const Twin c = make_random({m, n}, mc.c, ++seed);
+        const Twin bias = make_random({n}, mc.c, ++seed);
+        run_both([&](Backend& be, Side s) {
+          MatmulOptions options;
+          options.trans_a = trans_a;
+          options.trans_b = trans_b;
+          options.alpha = 0.75f;
+          if (variant >= 1) options.bias = &(bias.*s);
+          if (variant == 2) options.beta = 1.0f;
+          be.matmul(c.*s, a.*s, b.*s, options);
+        });
+        expect_close(c, loosest({mc.ab, mc.c}), what.str());
+      }
+    }
+  }
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(std::string("batched ") + dtype_name(dtype));
+    const Twin a = make_random({3, k, m}, dtype, ++seed);
+    const Twin b = make_random({3, k, n}, dtype, ++seed);
+    const Twin c = make_random({3, m, n}, dtype, ++seed);
+    run_both([&](Backend& be, Side s) {
+      MatmulOptions options;
+      options.trans_a = true;
+      options.beta = 0.5f;
+      be.matmul(c.*s, a.*s, b.*s, options);
+    });
+    expect_close(c, tolerance(dtype), "batched matmul");
+  }
+}
+
+TEST_P(BackendParityTest, BiasBackwardAddsColumnSums) {
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin dout = make_random({2, 150, 19}, dtype, 11);
+    const Twin dbias = make_random({19}, dtype, 12);
+    run_both([&](Backend& b, Side s) { b.bias_backward(dbias.*s, dout.*s); });
+    expect_close(dbias, tolerance(dtype), "bias_backward");
+  }
+}
+
+// ---- GPT layers ---------------------------------------------------------------
+
+TEST_P(BackendParityTest, EmbeddingForwardAndDeterministicBackward) {
+  const int64_t vocab = 11, channels = 40, rows = 64;
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin ids = make_ids({2, rows / 2}, random_ids(rows, 21, vocab));
+    const Twin table = make_random({vocab, channels}, dtype, 22);
+    const Twin out = make_random({2, rows / 2, channels}, dtype, 23);
+    run_both([&](Backend& b, Side s) { b.embedding_forward(out.*s, ids.*s, table.*s, false); });
+    expect_close(out, tolerance(dtype), "embedding_forward");
+    run_both([&](Backend& b, Side s) { b.embedding_forward(out.*s, ids.*s, table.*s, true); });
+    expect_close(out, tolerance(dtype), "embedding_forward accumulate");
+
+    const std::vector<float> initial = random_values(vocab * channels, 24);
+    const Twin dtable = make({vocab, channels}, dtype, initial);
+    const Twin dout = make_random({rows, channels}, dtype, 25);
+    run_both([&](Backend& b, Side s) { b.embedding_backward(dtable.*s, dout.*s, ids.*s); });
+    expect_close(dtable, tolerance(dtype), "embedding_backward");
+    // The same inputs again give the same bits (no atomics order).
+    const Twin again = make({vocab, channels}, dtype, initial);
+    backend_->embedding_backward(again.test, dout.test, ids.test);
+    EXPECT_EQ(read_raw(*backend_, again.test), read_raw(*backend_, dtable.test))
+        << "embedding_backward is not deterministic";
+  }
+}
+
+TEST_P(BackendParityTest, LayerNormForwardAndBackward) {
+  const int64_t rows = 10, channels = 70;
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin inp = make_random({2, rows / 2, channels}, dtype, 31, -2.0f, 3.0f);
+    const Twin weight = make_random({channels}, dtype, 32, 0.5f, 1.5f);
+    const Twin bias = make_random({channels}, dtype, 33);
+    const Twin out = make_random({2, rows / 2, channels}, dtype, 34);
+    const Twin mean = make_random({rows}, DType::kF32, 35);
+    const Twin rstd = make_random({rows}, DType::kF32, 36);
+    run_both([&](Backend& b, Side s) {
+      b.layernorm_forward(out.*s, mean.*s, rstd.*s, inp.*s, weight.*s, bias.*s, 1e-5f);
+    });
+    expect_close(out, tolerance(dtype), "layernorm_forward out");
+    expect_close(mean, tolerance(DType::kF32), "layernorm_forward mean");
+    expect_close(rstd, tolerance(DType::kF32), "layernorm_forward rstd");
+
+    const Twin dout = make_random({2, rows / 2, channels}, dtype, 37);
+    const Twin dinp = make_random({2, rows / 2, channels}, dtype, 38);
+    const Twin dweight = make_random({channels}, dtype, 39);
+    const Twin dbias = make_random({channels}, dtype, 40);
+    run_both([&](Backend& b, Side s) {
+      b.layernorm_backward(dinp.*s, dweight.*s, dbias.*s, dout.*s, inp.*s, weight.*s, mean.*s,
+                           rstd.*s);
+    });
+    expect_close(dinp, tolerance(dtype), "layernorm_backward dinp");
+    expect_close(dweight, tolerance(dtype), "layernorm_backward dweight");
+    expect_close(dbias, tolerance(dtype), "layernorm_backward dbias");
+  }
+}
+
+TEST_P(BackendParityTest, GeluForwardAndBackward) {
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin inp = make_random({5, 61}, dtype, 41, -6.0f, 6.0f);
+    const Twin out = make_random({5, 61}, dtype, 42);
+    run_both([&](Backend& b, Side s) { b.gelu_forward(out.*s, inp.*s); });
+    expect_close(out, tolerance(dtype), "gelu_forward");
+    const Twin dout = make_random({5, 61}, dtype, 43);
+    const Twin dinp = make_random({5, 61}, dtype, 44);
+    run_both([&](Backend& b, Side s) { b.gelu_backward(dinp.*s, dout.*s, inp.*s); });
+    expect_close(dinp, tolerance(dtype), "gelu_backward");
+  }
+}
+
+struct AttentionCase {
+  int64_t batch, seq, channels;
+  int heads;
+  DType qkv, att;
+};
+
+TEST_P(BackendParityTest, AttentionForwardAndBackward) {
+  // seq 40 spans more than one warp's 32 lanes per row on the GPU.
+  const AttentionCase cases[] = {{2, 7, 12, 3, DType::kF32, DType::kF32},
+                                 {2, 40, 16, 2, DType::kF32, DType::kF32},
+                                 {2, 40, 16, 2, DType::kBF16, DType::kBF16},
+                                 {2, 40, 16, 2, DType::kF16, DType::kF16},
+                                 {1, 9, 8, 2, DType::kBF16, DType::kF32}};
+  uint32_t seed = 50;
+  for (const AttentionCase& ac : cases) {
+    std::ostringstream what;
+    what << "attention B " << ac.batch << " T " << ac.seq << " C " << ac.channels << " NH "
+         << ac.heads << " qkv " << dtype_name(ac.qkv) << " att " << dtype_name(ac.att);
+    SCOPED_TRACE(what.str());
+    const int64_t B = ac.batch, T = ac.seq, C = ac.channels, NH = ac.heads;
+    const Tolerance tol = loosest({ac.qkv, ac.att});
+    const Twin qkv = make_random({B, T, 3 * C}, ac.qkv, ++seed);
+    const Twin out = make_random({B, T, C}, ac.qkv, ++seed);
+    const Twin att = make_random({B, NH, T, T}, ac.att, ++seed);
+    run_both([&](Backend& b, Side s) { b.attention_forward(out.*s, att.*s, qkv.*s, ac.heads); });
+    expect_close(att, tol, what.str() + " att");
+    expect_close(out, tol, what.str() + " out");
+    const Twin dout = make_random({B, T, C}, ac.qkv, ++seed);
+    const Twin dqkv = make_random({B, T, 3 * C}, ac.qkv, ++seed);
+    run_both([&](Backend& b, Side s) {
+      b.attention_backward(dqkv.*s, dout.*s, qkv.*s, att.*s, ac.heads);
+    });
+    expect_close(dqkv, tol, what.str() + " dqkv");
+  }
+}
+
+TEST_P(BackendParityTest, SoftmaxCrossEntropyLossAndGradient) {
+  const int64_t rows = 6, vocab = 100;
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin logits = make_random({2, rows / 2, vocab}, dtype, 61, -4.0f, 4.0f);
+    const Twin targets = make_ids({rows}, random_ids(rows, 62, vocab));
+    const Twin losses = make_random({rows}, DType::kF32, 63);
+    const Twin dlogits = make_random({rows, vocab}, dtype, 64);
+    run_both([&](Backend& b, Side s) {
+      b.softmax_cross_entropy(losses.*s, nullptr, logits.*s, targets.*s, 1.0f);
+    });
+    expect_close(losses, tolerance(dtype), "losses without gradient");
+    run_both([&](Backend& b, Side s) {
+      const Tensor d = dlogits.*s;
+      b.softmax_cross_entropy(losses.*s, &d, logits.*s, targets.*s, 0.25f);
+    });
+    expect_close(losses, tolerance(dtype), "losses");
+    expect_close(dlogits, tolerance(dtype), "dlogits");
+    // In place: the gradient overwrites the logits it is computed from.
+    run_both([&](Backend& b, Side s) {
+      const Tensor l = logits.*s;
+      b.softmax_cross_entropy(losses.*s, &l, l, targets.*s, 0.25f);
+    });
+    expect_close(logits, tolerance(dtype), "dlogits in place");
+  }
+}
+
+// ---- optimizer and mixed precision --------------------------------------------
+
+TEST_P(BackendParityTest, AdamWUpdatesMasterMomentsAndParams) {
+  const int64_t n = 1000;
+  for (DType dtype : kComputeTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin master = make_random({n}, DType::kF32, 71);
+    const Twin m = make_random({n}, DType::kF32, 72, -0.1f, 0.1f);
+    const Twin v = make_random({n}, DType::kF32, 73, 0.0f, 0.01f);
+    const Twin grad = make_random({n}, dtype, 74);
+    const Twin param = make_random({n}, dtype, 75);
+    AdamWConfig config;
+    config.lr = 1e-2f;
+    config.beta1 = 0.9f;
+    config.beta2 = 0.95f;
+    config.weight_decay = 0.1f;
+    config.step = 3;
+    config.grad_scale = 0.5f;
+    run_both([&](Backend& b, Side s) {
+      const Tensor p = param.*s;
+      b.adamw_update(master.*s, m.*s, v.*s, grad.*s, config, &p);
+    });
+    expect_close(master, tolerance(DType::kF32), "master");
+    expect_close(m, tolerance(DType::kF32), "m");
+    expect_close(v, tolerance(DType::kF32), "v");
+    expect_close(param, tolerance(dtype), "param_out");
+    config.step = 4;
+    run_both([&](Backend& b, Side s) {
+      b.adamw_update(master.*s, m.*s, v.*s, grad.*s, config, nullptr);
+    });
+    expect_close(master, tolerance(DType::kF32), "master without param_out");
+  }
+}
+
+TEST_P(BackendParityTest, SumSquaresAccumulatesInDouble) {
+  const Twin a = make_random({1000}, DType::kF32, 81, -3.0f, 3.0f);
+  const Twin b = make_random({333}, DType::kBF16, 82);
+  const Twin c = make_random({7, 11}, DType::kF16, 83);
+  const Twin empty = make({0}, DType::kF32, {});
+  const std::vector<Tensor> test = {a.test, b.test, empty.test, c.test};
+  const std::vector<Tensor> ref = {a.ref, b.ref, empty.ref, c.ref};
+  const double got = backend_->sum_squares(test);
+  const double want = reference_->sum_squares(ref);
+  double exact = 0.0;
+  for (const Twin* t : {&a, &b, &c}) {
+    for (float x : read_ref(t->ref)) exact += static_cast<double>(x) * x;
+  }
+  EXPECT_NEAR(got, want, 1e-12 * want);
+  EXPECT_NEAR(want, exact, 1e-12 * exact);
+  EXPECT_EQ(backend_->sum_squares(test), got) << "sum_squares is not deterministic";
+  EXPECT_EQ(backend_->sum_squares({}), 0.0);
+}
+
+TEST_P(BackendParityTest, UnscaleAndCheckFindsTheFirstNonFiniteTensor) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    const char* name;
+    float inv_scale;
+    int bad_tensor;     // -1: all finite
+    int64_t first_at;   // index of the first non-finite element there
+    float first_value;  // inf or NaN
+    int64_t second_at;  // a later one of the other kind
+  };
+  const Case cases[] = {{"all finite", 0.5f, -1, 0, 0.0f, 0},
+                        {"inf before nan", 0.5f, 1, 5, inf, 9},
+                        {"nan before inf", 0.25f, 1, 3, nan, 7},
+                        {"nan in the last tensor", 1.0f, 2, 0, nan, 4}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<Twin> twins;
+    const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+    for (int t = 0; t < 3; ++t) {
+      std::vector<float> values = random_values(100 + t, 90 + t, -4.0f, 4.0f);
+      if (t == c.bad_tensor) {
+        values[c.first_at] = c.first_value;
+        values[c.second_at] = std::isnan(c.first_value) ? -inf : nan;
+      }
+      // A later tensor with a NaN must not change the answer.
+      if (c.bad_tensor >= 0 && t > c.bad_tensor) values[1] = nan;
+      twins.push_back(make({static_cast<int64_t>(values.size())}, dtypes[t], values));
+    }
+    std::vector<Tensor> test, ref;
+    for (const Twin& t : twins) {
+      test.push_back(t.test);
+      ref.push_back(t.ref);
+    }
+    const NonFiniteCheck got = backend_->unscale_and_check(test, c.inv_scale);
+    const NonFiniteCheck want = reference_->unscale_and_check(ref, c.inv_scale);
+    EXPECT_EQ(want.found, c.bad_tensor >= 0);
+    EXPECT_EQ(want.tensor_index, c.bad_tensor);
+    EXPECT_EQ(want.is_nan, c.bad_tensor >= 0 && std::isnan(c.first_value));
+    EXPECT_EQ(got.found, want.found);
+    EXPECT_EQ(got.tensor_index, want.tensor_index);
+    EXPECT_EQ(got.is_nan, want.is_nan);
+    for (const Twin& t : twins) expect_bit_equal(t, "unscaled values");
+  }
+  // Scaling up can overflow fp16: the check looks at the stored result.
+  const Twin big = make({4}, DType::kF16, {1.0f, 60000.0f, 2.0f, 3.0f});
+  const NonFiniteCheck got = backend_->unscale_and_check({&big.test, 1}, 2.0f);
+  EXPECT_TRUE(got.found);
+  EXPECT_EQ(got.tensor_index, 0);
+  EXPECT_FALSE(got.is_nan);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BackendParityTest, ::testing::ValuesIn(parity_backends()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), ':', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace mixtrain

@@ -1,0 +1,85 @@
+// Why: the fused AdamW step on the GPU: fp32 master weights and moments
+// updated in one pass from a 16-bit (or fp32) gradient, optionally writing
+// the new weights back in the compute dtype. The arithmetic follows
+// torch.optim.AdamW's order so results track PyTorch and the CPU backend:
+//   param *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+//   param -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/cuda_dtype.cuh"
+#include "backend/cuda/cuda_error.h"
+#include "backend/cuda/cuda_kernel_utils.cuh"
+#include "backend/cuda/cuda_op_checks.h"
+#include "backend/op_checks.h"
+
+namespace mixtrain {
+namespace {
+
+// The per-step scalars, computed once on the host (bias corrections in
+// double, as PyTorch computes them in Python floats).
+struct AdamWStep {
+  float decay;                // 1 - lr * weight_decay
+  float beta1, beta2, eps;
+  float step_size;            // lr / (1 - beta1^t)
+  float bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+  float grad_scale;
+};
+
+template <class Ref>
+__global__ void adamw_kernel(float* master, float* m, float* v, Ref grad, Ref param_out,
+                             bool has_param_out, AdamWStep s, int64_t n) {
+  for (int64_t i = gpu::thread_index(); i < n; i += gpu::grid_size()) {
+    const float g = grad.load(i) * s.grad_scale;
+    const float param = master[i] * s.decay;
+    const float m_new = s.beta1 * m[i] + (1.0f - s.beta1) * g;
+    const float v_new = s.beta2 * v[i] + (1.0f - s.beta2) * g * g;
+    const float denom = sqrtf(v_new) / s.bias_correction2_sqrt + s.eps;
+    const float updated = param - s.step_size * m_new / denom;
+    m[i] = m_new;
+    v[i] = v_new;
+    master[i] = updated;
+    if (has_param_out) param_out.store(i, updated);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
+                               const Tensor& grad, const AdamWConfig& config,
+                               const Tensor* param_out) {
+  const cudaStream_t stream = begin_op();
+  const char* op = "adamw_update";
+  const int64_t n = master.numel();
+  op_checks::check_dtype(op, "master", master, DType::kF32);
+  op_checks::check_dtype(op, "m", m, DType::kF32);
+  op_checks::check_dtype(op, "v", v, DType::kF32);
+  op_checks::check_numel(op, "m", m, n);
+  op_checks::check_numel(op, "v", v, n);
+  op_checks::check_numel(op, "grad", grad, n);
+  if (param_out != nullptr) op_checks::check_numel(op, "param_out", *param_out, n);
+  check_arg(config.step >= 1, "adamw_update: step " + std::to_string(config.step) +
+                                  " must be >= 1 (1-based)");
+  const double t = static_cast<double>(config.step);
+  const double bias_correction1 = 1.0 - std::pow(static_cast<double>(config.beta1), t);
+  const double bias_correction2 = 1.0 - std::pow(static_cast<double>(config.beta2), t);
+  const AdamWStep s{1.0f - config.lr * config.weight_decay,
+                    config.beta1,
+                    config.beta2,
+                    config.eps,
+                    static_cast<float>(config.lr / bias_correction1),
+                    static_cast<float>(std::sqrt(bias_correction2)),
+                    config.grad_scale};
+  gpu::dispatch_compute({&grad, param_out}, op, [&](auto policy) {
+    using P = decltype(policy);
+    if (n == 0) return;
+    adamw_kernel<<<gpu::grid_blocks(n), gpu::kBlockThreads, 0, stream>>>(
+        master.data_as<float>(), m.data_as<float>(), v.data_as<float>(), P::ref(grad),
+        param_out != nullptr ? P::ref(*param_out) : P::none(), param_out != nullptr, s, n);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("adamw_kernel");
+  });
+}
+
+}  // namespace mixtrain

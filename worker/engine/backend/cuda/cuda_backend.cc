@@ -1,0 +1,241 @@
+// Why: the CUDA backend's memory (cudaMalloc for the device pool, pinned
+// cudaMallocHost for the host pool so copies to and from it are truly
+// asynchronous), its two streams and their events, the copies, the op
+// scratch workspace, and the two entry points the registry calls.
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/cuda_error.h"
+
+namespace mixtrain {
+namespace {
+
+// cuBLAS's recommended workspace: 32 MiB on Hopper, 4 MiB before it.
+constexpr size_t kCublasWorkspaceHopper = size_t{32} << 20;
+constexpr size_t kCublasWorkspaceAmpere = size_t{4} << 20;
+// scratch() buffers start on this alignment (cudaMalloc's own).
+constexpr size_t kScratchAlignment = 256;
+// The scratch workspace grows in steps of this size.
+constexpr size_t kScratchGranularity = size_t{2} << 20;
+// Raw byte buffers are tensors of a one-byte dtype; which one is irrelevant.
+constexpr DType kByteDType = DType::kFP8E4M3;
+
+size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+class CudaAllocator final : public Allocator {
+ public:
+  explicit CudaAllocator(int device) : device_(device) {}
+
+  void* allocate(size_t bytes, MemoryPool pool) override {
+    MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+    // Zero-byte tensors still get a distinct, valid address.
+    const size_t size = std::max<size_t>(bytes, kScratchAlignment);
+    void* ptr = nullptr;
+    const cudaError_t status =
+        pool == MemoryPool::kDevice ? cudaMalloc(&ptr, size) : cudaMallocHost(&ptr, size);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw EngineError(status == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory
+                                                            : ErrorCode::kInternal,
+                        "cuda:" + std::to_string(device_) + ": " +
+                            (pool == MemoryPool::kDevice ? "cudaMalloc" : "cudaMallocHost") +
+                            " of " + std::to_string(bytes) + " bytes failed: " +
+                            cudaGetErrorString(status));
+    }
+    return ptr;
+  }
+
+  // Kernels or copies on any stream may still use the memory, so this waits
+  // for the device before freeing it. Errors are dropped: this runs inside
+  // destructors, possibly after the driver has shut down.
+  void deallocate(void* ptr, size_t, MemoryPool pool) override {
+    (void)cudaSetDevice(device_);
+    (void)cudaDeviceSynchronize();
+    (void)(pool == MemoryPool::kDevice ? cudaFree(ptr) : cudaFreeHost(ptr));
+    (void)cudaGetLastError();
+  }
+
+  DeviceType device_type(MemoryPool pool) const override {
+    return pool == MemoryPool::kDevice ? DeviceType::kCuda : DeviceType::kCpu;
+  }
+
+ private:
+  int device_;
+};
+
+class CudaEvent final : public Event {
+ public:
+  explicit CudaEvent(cudaStream_t stream) {
+    MIXTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    const cudaError_t status = cudaEventRecord(event_, stream);
+    if (status != cudaSuccess) {
+      (void)cudaEventDestroy(event_);
+      gpu::throw_cuda_error(status, "cudaEventRecord(event_, stream)");
+    }
+  }
+  ~CudaEvent() override { (void)cudaEventDestroy(event_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+void check_same_size(const Tensor& dst, const Tensor& src, const char* op) {
+  check_arg(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
+            std::string(op) + ": destination " + dst.describe() + " does not match source " +
+                src.describe());
+}
+
+}  // namespace
+
+void CudaBackend::StreamDeleter::operator()(cudaStream_t stream) const {
+  (void)cudaStreamDestroy(stream);
+}
+
+void CudaBackend::CublasDeleter::operator()(cublasHandle_t handle) const {
+  (void)cublasDestroy(handle);
+}
+
+CudaBackend::CudaBackend(int device)
+    : Backend(std::make_shared<CudaAllocator>(device)), device_(device) {
+  const cudaError_t status = cudaSetDevice(device_);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw EngineError(ErrorCode::kUnavailable, "cuda:" + std::to_string(device_) +
+                                                   ": cannot use the device: " +
+                                                   cudaGetErrorString(status));
+  }
+  cudaStream_t compute = nullptr;
+  MIXTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  compute_.reset(compute);
+  cudaStream_t transfer = nullptr;
+  MIXTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&transfer, cudaStreamNonBlocking));
+  transfer_.reset(transfer);
+
+  cublasHandle_t handle = nullptr;
+  MIXTRAIN_CUBLAS_CHECK(cublasCreate(&handle));
+  cublas_.reset(handle);
+  MIXTRAIN_CUBLAS_CHECK(cublasSetStream(handle, compute));
+  // FP32 GEMMs stay true FP32 (no TF32), like the CPU backend.
+  MIXTRAIN_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+
+  int major = 0;
+  MIXTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
+  const size_t workspace_bytes = major >= 9 ? kCublasWorkspaceHopper : kCublasWorkspaceAmpere;
+  cublas_workspace_ = empty({static_cast<int64_t>(workspace_bytes)}, kByteDType,
+                            MemoryCategory::kWorkspace);
+  MIXTRAIN_CUBLAS_CHECK(
+      cublasSetWorkspace(handle, cublas_workspace_.data(), cublas_workspace_.nbytes()));
+}
+
+CudaBackend::~CudaBackend() {
+  (void)cudaSetDevice(device_);
+  (void)cudaDeviceSynchronize();
+}
+
+cudaStream_t CudaBackend::begin_op() {
+  MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+  return compute_.get();
+}
+
+cudaStream_t CudaBackend::stream(StreamKind kind) const {
+  return kind == StreamKind::kCompute ? compute_.get() : transfer_.get();
+}
+
+void CudaBackend::copy(const Tensor& dst, const Tensor& src, StreamKind stream_kind) {
+  check_same_size(dst, src, "copy");
+  MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+  if (dst.data() == src.data() || src.nbytes() == 0) return;
+  MIXTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDefault,
+                                      stream(stream_kind)));
+}
+
+void CudaBackend::copy_from_host(const Tensor& dst, const void* src) {
+  const cudaStream_t compute = begin_op();
+  if (dst.nbytes() == 0) return;
+  // On the compute stream, so the copy lands after every op already
+  // enqueued that may still read dst.
+  MIXTRAIN_CUDA_CHECK(
+      cudaMemcpyAsync(dst.data(), src, dst.nbytes(), cudaMemcpyDefault, compute));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(compute));
+}
+
+void CudaBackend::copy_to_host(void* dst, const Tensor& src) {
+  const cudaStream_t compute = begin_op();
+  if (src.nbytes() == 0) return;
+  MIXTRAIN_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src.data(), src.nbytes(), cudaMemcpyDefault, compute));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(compute));
+}
+
+std::unique_ptr<Event> CudaBackend::record_event(StreamKind stream_kind) {
+  MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+  return std::make_unique<CudaEvent>(stream(stream_kind));
+}
+
+void CudaBackend::wait_event(StreamKind stream_kind, const Event& event) {
+  const auto* cuda_event = dynamic_cast<const CudaEvent*>(&event);
+  check_arg(cuda_event != nullptr, "wait_event: the event was not recorded by a CUDA backend");
+  MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+  MIXTRAIN_CUDA_CHECK(cudaStreamWaitEvent(stream(stream_kind), cuda_event->get(), 0));
+}
+
+void CudaBackend::synchronize() {
+  MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(transfer_.get()));
+}
+
+void CudaBackend::set_zero(const Tensor& t) {
+  const cudaStream_t compute = begin_op();
+  if (t.nbytes() == 0) return;
+  MIXTRAIN_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.nbytes(), compute));
+}
+
+std::vector<Tensor> CudaBackend::scratch(std::initializer_list<ScratchRequest> requests) {
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const ScratchRequest& r : requests) {
+    offsets.push_back(total);
+    total += round_up(static_cast<size_t>(shape_numel(r.shape)) * dtype_size(r.dtype),
+                      kScratchAlignment);
+  }
+  if (!scratch_.defined() || scratch_.nbytes() < total) {
+    // The old buffer is freed (after the device is idle) once nothing
+    // references it; grow first so its memory is never handed out twice.
+    scratch_ = empty({static_cast<int64_t>(round_up(total, kScratchGranularity))},
+                     kByteDType, MemoryCategory::kWorkspace);
+  }
+  std::vector<Tensor> buffers;
+  size_t i = 0;
+  for (const ScratchRequest& r : requests) {
+    buffers.emplace_back(scratch_.storage(), offsets[i++], r.dtype, r.shape);
+  }
+  return buffers;
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  const int count = cuda_device_count();
+  if (device < 0 || device >= count) {
+    throw EngineError(ErrorCode::kUnavailable, "cuda:" + std::to_string(device) + ": " +
+                                                   std::to_string(count) +
+                                                   " CUDA device(s) present");
+  }
+  return std::make_unique<CudaBackend>(device);
+}
+
+}  // namespace mixtrain
