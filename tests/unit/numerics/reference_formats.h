@@ -21,8 +21,7 @@ struct RefFormat {
   int mantissa_bits;
   int exponent_bias;
   uint32_t max_finite_code;  // largest finite magnitude code
-  uint32_t nan_code;         // what a NaN input becomes (sign added if nan_keeps_sign)
-  bool nan_keeps_sign;
+  uint32_t nan_code;         // what a NaN input of either sign becomes
   uint32_t overflow_code;  // non-saturating overflow and +-inf input
   bool can_saturate;       // fp8: a saturating mode sends overflow to max
   // Magnitude codes above max_finite_code that are NaN (fp8 E4M3: only
@@ -41,7 +40,6 @@ inline const RefFormat kRefF16{.name = "fp16",
                                .exponent_bias = 15,
                                .max_finite_code = 0x7bffu,
                                .nan_code = 0x7fffu,
-                               .nan_keeps_sign = false,
                                .overflow_code = 0x7c00u,
                                .can_saturate = false,
                                .is_nan_code = ieee_nan_code16};
@@ -51,7 +49,6 @@ inline const RefFormat kRefBF16{.name = "bf16",
                                 .exponent_bias = 127,
                                 .max_finite_code = 0x7f7fu,
                                 .nan_code = 0x7fffu,
-                                .nan_keeps_sign = false,
                                 .overflow_code = 0x7f80u,
                                 .can_saturate = false,
                                 .is_nan_code = bf16_nan_code};
@@ -61,7 +58,6 @@ inline const RefFormat kRefE4M3{.name = "e4m3",
                                 .exponent_bias = 7,
                                 .max_finite_code = 0x7eu,
                                 .nan_code = 0x7fu,
-                                .nan_keeps_sign = true,
                                 .overflow_code = 0x7fu,
                                 .can_saturate = true,
                                 .is_nan_code = e4m3_nan_code};
@@ -70,8 +66,7 @@ inline const RefFormat kRefE5M2{.name = "e5m2",
                                 .mantissa_bits = 2,
                                 .exponent_bias = 15,
                                 .max_finite_code = 0x7bu,
-                                .nan_code = 0x7eu,
-                                .nan_keeps_sign = true,
+                                .nan_code = 0x7fu,
                                 .overflow_code = 0x7cu,
                                 .can_saturate = true,
                                 .is_nan_code = e5m2_nan_code};
@@ -106,7 +101,7 @@ inline double ref_decode(const RefFormat& f, uint32_t code) {
 // binade (never below the subnormal quantum) divides x exactly, nearbyint
 // rounds half to even, and the rounded value is re-encoded from frexp.
 inline uint32_t ref_encode(const RefFormat& f, double x, bool saturate) {
-  if (std::isnan(x)) return f.nan_code | (f.nan_keeps_sign && std::signbit(x) ? sign_bit(f) : 0u);
+  if (std::isnan(x)) return f.nan_code;
   uint32_t sign = std::signbit(x) ? sign_bit(f) : 0u;
   double a = std::fabs(x);
   double max_value = ref_magnitude_value(f, f.max_finite_code);
@@ -139,7 +134,7 @@ inline float bits_float(uint32_t bits) { return std::bit_cast<float>(bits); }
 struct Segment {
   uint32_t first_magnitude_bits;
   uint32_t magnitude_code;
-  bool is_nan;  // the NaN range: its code takes the sign only if nan_keeps_sign
+  bool is_nan;  // the NaN range: its code is unsigned
 };
 
 // The first fp32 at or above which round-to-nearest-even gives the code
@@ -188,7 +183,7 @@ void fill_expected(const RefFormat& f, const std::vector<Segment>& segments, uin
         s + 1 < segments.size() ? segments[s + 1].first_magnitude_bits : uint64_t{0x80000000u};
     size_t run = static_cast<size_t>(std::min<uint64_t>(segment_end - (magnitude + i), count - i));
     const Segment& seg = segments[s];
-    uint32_t code = seg.magnitude_code | ((!seg.is_nan || f.nan_keeps_sign) ? sign : 0u);
+    uint32_t code = seg.magnitude_code | (seg.is_nan ? 0u : sign);
     std::fill(expected + i, expected + i + run, static_cast<Code>(code));
     i += run;
     ++s;

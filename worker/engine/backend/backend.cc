@@ -45,7 +45,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name) {
     if (name.size() > 5) {
       auto digits = name.substr(5);
       auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
-      check_arg(ec == std::errc() && end == digits.data() + digits.size() && device >= 0,
+      MIXTRAIN_CHECK_ARG(ec == std::errc() && end == digits.data() + digits.size() && device >= 0,
                 "backend \"" + std::string(name) + "\": bad device index");
     }
 #ifdef MIXTRAIN_WITH_CUDA

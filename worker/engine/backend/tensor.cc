@@ -40,9 +40,9 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, size_t offset_bytes, DType dtyp
       dtype_(dtype),
       shape_(std::move(shape)),
       numel_(shape_numel(shape_)) {
-  for (int64_t d : shape_) check_arg(d >= 0, "negative dimension in shape " + shape_string(shape_));
-  check_arg(storage_ != nullptr, "tensor without storage");
-  check_arg(offset_bytes_ + nbytes() <= storage_->bytes(),
+  for (int64_t d : shape_) MIXTRAIN_CHECK_ARG(d >= 0, "negative dimension in shape " + shape_string(shape_));
+  MIXTRAIN_CHECK_ARG(storage_ != nullptr, "tensor without storage");
+  MIXTRAIN_CHECK_ARG(offset_bytes_ + nbytes() <= storage_->bytes(),
             "tensor " + describe() + " does not fit its storage of " +
                 std::to_string(storage_->bytes()) + " bytes");
 }
@@ -50,18 +50,18 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, size_t offset_bytes, DType dtyp
 int64_t Tensor::dim(int i) const {
   const int n = ndim();
   const int j = i < 0 ? i + n : i;
-  check_arg(j >= 0 && j < n, "dimension " + std::to_string(i) + " of " + describe());
+  MIXTRAIN_CHECK_ARG(j >= 0 && j < n, "dimension " + std::to_string(i) + " of " + describe());
   return shape_[j];
 }
 
 void* Tensor::data() const {
-  check_arg(defined(), "data() of an undefined tensor");
+  MIXTRAIN_CHECK_ARG(defined(), "data() of an undefined tensor");
   return static_cast<char*>(storage_->data()) + offset_bytes_;
 }
 
 Tensor Tensor::view(int64_t offset, Shape shape) const {
   const int64_t n = shape_numel(shape);
-  check_arg(offset >= 0 && offset + n <= numel_,
+  MIXTRAIN_CHECK_ARG(offset >= 0 && offset + n <= numel_,
             "view of " + std::to_string(n) + " elements at " + std::to_string(offset) +
                 " is outside " + describe());
   return Tensor(storage_, offset_bytes_ + static_cast<size_t>(offset) * dtype_size(dtype_),
@@ -69,7 +69,7 @@ Tensor Tensor::view(int64_t offset, Shape shape) const {
 }
 
 Tensor Tensor::reshape(Shape shape) const {
-  check_arg(shape_numel(shape) == numel_,
+  MIXTRAIN_CHECK_ARG(shape_numel(shape) == numel_,
             "cannot reshape " + describe() + " to " + shape_string(shape));
   return Tensor(storage_, offset_bytes_, dtype_, std::move(shape));
 }

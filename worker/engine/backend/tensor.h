@@ -82,7 +82,7 @@ class Tensor {
   void* data() const;
   // data() as T*; throws EngineError(kInvalidArgument) unless T matches dtype().
   template <class T> T* data_as() const {
-    check_arg(dtype_of<T>() == dtype_, std::string("tensor of dtype ") + dtype_name(dtype_) +
+    MIXTRAIN_CHECK_ARG(dtype_of<T>() == dtype_, std::string("tensor of dtype ") + dtype_name(dtype_) +
                                            " read as " + dtype_name(dtype_of<T>()));
     return static_cast<T*>(data());
   }

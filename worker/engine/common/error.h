@@ -25,9 +25,13 @@ class EngineError : public std::runtime_error {
   ErrorCode code_;
 };
 
-// Throws EngineError(kInvalidArgument, message) unless `condition` holds.
-inline void check_arg(bool condition, const std::string& message) {
-  if (!condition) throw EngineError(ErrorCode::kInvalidArgument, message);
-}
-
 }  // namespace mixtrain
+
+// Throws EngineError(kInvalidArgument, message) unless `condition` holds.
+// A macro so that `message` (often a concatenation naming the op and the
+// tensor) is built only when the check fails, never on the hot path.
+#define MIXTRAIN_CHECK_ARG(condition, message)                                           \
+  do {                                                                                   \
+    if (!(condition)) [[unlikely]]                                                       \
+      throw ::mixtrain::EngineError(::mixtrain::ErrorCode::kInvalidArgument, (message)); \
+  } while (0)

@@ -111,10 +111,10 @@ ConvertIsa best_convert_isa() {
 
 void convert_using(ConvertIsa isa, const void* src, DType src_type, void* dst, DType dst_type,
                    size_t n, bool saturate_fp8) {
-  check_arg(is_convertible(src_type) && is_convertible(dst_type),
+  MIXTRAIN_CHECK_ARG(is_convertible(src_type) && is_convertible(dst_type),
             std::string("convert: ") + dtype_name(src_type) + " -> " + dtype_name(dst_type) +
                 " is not a conversion between float formats");
-  check_arg(convert_isa_available(isa),
+  MIXTRAIN_CHECK_ARG(convert_isa_available(isa),
             std::string("convert: this CPU cannot run the ") + convert_isa_name(isa) + " kernels");
   if (n == 0) return;
   if (src_type == dst_type) {

@@ -151,8 +151,8 @@ MIXTRAIN_TARGET_AVX2 __m256i encode_fp8(__m256i x, const Fp8Lanes& f) {
   __m256i overflow = _mm256_cmpgt_epi32(ax, _mm256_sub_epi32(f.overflow, one));
   code = _mm256_blendv_epi8(code, f.overflow_code, overflow);
   __m256i nan = _mm256_cmpgt_epi32(ax, _mm256_set1_epi32(0x7f800000));
-  code = _mm256_blendv_epi8(code, f.nan_code, nan);
-  return _mm256_or_si256(code, sign);
+  code = _mm256_or_si256(code, _mm256_andnot_si256(nan, sign));  // NaN is unsigned
+  return _mm256_blendv_epi8(code, f.nan_code, nan);
 }
 
 MIXTRAIN_TARGET_AVX2 void f32_to_fp8(const float* in, uint8_t* out, size_t n, const Fp8Lanes& f) {

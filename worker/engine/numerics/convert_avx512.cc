@@ -176,8 +176,9 @@ MIXTRAIN_TARGET_AVX512 void f32_to_fp8(const float* in, uint8_t* out, size_t n, 
         _mm512_add_epi32(significand, _mm512_add_epi32(half_minus_one, sub_lsb)), shift);
     code = _mm512_mask_mov_epi32(code, _mm512_cmplt_epu32_mask(ax, f.min_normal), sub_code);
     code = _mm512_mask_mov_epi32(code, _mm512_cmpge_epu32_mask(ax, f.overflow), f.overflow_code);
+    code = _mm512_or_si512(code, sign);
     code = _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(ax, inf_bits), f.nan_code);
-    _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_or_si512(code, sign));
+    _mm512_mask_cvtepi32_storeu_epi8(out + i, m, code);
   }
 }
 

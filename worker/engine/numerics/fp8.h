@@ -9,8 +9,9 @@
 // |x| > 464 for E4M3 (464 ties to even, 448), |x| >= 61440 for E5M2.
 // Saturating mode (default) sends out-of-range values and +-inf to +-max;
 // non-saturating sends them to NaN (E4M3 S.1111.111) or +-inf (E5M2).
-// A NaN input becomes E4M3 S.1111.111 or E5M2 S.11111.10, keeping its
-// sign. |x| <= half the smallest subnormal becomes +-0 (sign kept).
+// A NaN input of either sign becomes the canonical 0x7F (E4M3 0.1111.111,
+// E5M2 0.11111.11), as CUDA returns, like the canonical 0x7FFF of fp16 and
+// bf16. |x| <= half the smallest subnormal becomes +-0 (sign kept).
 #pragma once
 
 #include <algorithm>
@@ -37,7 +38,7 @@ struct Encoding {
   uint32_t subnormal_shift_base;  // right shift of the significand = base - fp32 exponent
   uint32_t max_code;              // largest finite magnitude
   uint32_t overflow_code;         // non-saturating overflow: NaN (E4M3) or inf (E5M2)
-  uint32_t nan_code;              // what a NaN input becomes (sign added)
+  uint32_t nan_code;              // what a NaN input becomes (no sign)
 };
 
 inline constexpr Encoding kE4M3{.mantissa_bits = 3,
@@ -55,7 +56,7 @@ inline constexpr Encoding kE5M2{.mantissa_bits = 2,
                                 .subnormal_shift_base = 134u,
                                 .max_code = 0x7bu,
                                 .overflow_code = 0x7cu,
-                                .nan_code = 0x7eu};
+                                .nan_code = 0x7fu};
 
 // Every case is computed and the right one selected, without branches, so
 // loops over it vectorize.
@@ -78,9 +79,9 @@ inline uint8_t encode(float x, const Encoding& e, bool saturate) {
       (significand + (1u << (shift - 1u)) - 1u + ((significand >> shift) & 1u)) >> shift;
   // Overflow, +-inf and NaN all have |x| >= overflow_bits.
   uint32_t overflow = saturate ? e.max_code : e.overflow_code;
-  uint32_t special = ax > 0x7f800000u ? e.nan_code : overflow;
   uint32_t finite = ax < e.min_normal_bits ? subnormal : normal;
-  return static_cast<uint8_t>(sign | (ax >= e.overflow_bits ? special : finite));
+  uint32_t code = sign | (ax >= e.overflow_bits ? overflow : finite);
+  return static_cast<uint8_t>(ax > 0x7f800000u ? e.nan_code : code);
 }
 
 // E4M3 has no infinities; S.1111.111 is its only NaN.

@@ -96,7 +96,7 @@ void CpuBackend::adamw_update(const Tensor& master, const Tensor& m, const Tenso
     check_numel(kOp, "param_out", *param_out, numel);
     check_same_or_disjoint(kOp, "param_out", *param_out, "master", master);
   }
-  check_arg(config.step >= 1,
+  MIXTRAIN_CHECK_ARG(config.step >= 1,
             std::string(kOp) + ": step " + std::to_string(config.step) + " must be >= 1");
 
   const AdamWScalars scalars = adamw_scalars(config);

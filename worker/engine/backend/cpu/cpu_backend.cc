@@ -31,7 +31,7 @@ class CpuAllocator final : public Allocator {
 class CpuEvent final : public Event {};
 
 void check_same_size(const Tensor& dst, const Tensor& src, const char* op) {
-  check_arg(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
+  MIXTRAIN_CHECK_ARG(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
             std::string(op) + ": destination " + dst.describe() + " does not match source " +
                 src.describe());
 }

@@ -72,7 +72,7 @@ void CpuBackend::softmax_cross_entropy(const Tensor& losses, const Tensor* dlogi
                                        const Tensor& logits, const Tensor& targets, float dloss) {
   constexpr const char* kOp = "softmax_cross_entropy";
   check_float(kOp, "logits", logits);
-  check_arg(logits.ndim() >= 1 && logits.dim(-1) > 0,
+  MIXTRAIN_CHECK_ARG(logits.ndim() >= 1 && logits.dim(-1) > 0,
             std::string(kOp) + ": logits " + logits.describe() + " must be (N, V) with V > 0");
   const int64_t vocab = logits.dim(-1);
   const int64_t rows = logits.numel() / vocab;

@@ -32,7 +32,7 @@ void check_embedding_args(const char* op, const char* rows_name, const Tensor& r
                           const Tensor& ids, const char* table_name, const Tensor& table) {
   check_float(op, table_name, table);
   check_float(op, rows_name, rows);
-  check_arg(table.ndim() == 2,
+  MIXTRAIN_CHECK_ARG(table.ndim() == 2,
             std::string(op) + ": " + table_name + " " + table.describe() + " must be (V, C)");
   check_matrix(op, rows_name, rows, ids.numel(), table.dim(1));
   check_ids(op, "ids", ids, table.dim(0), "vocab size");

@@ -29,34 +29,27 @@ bool overlaps(const Tensor& x, const Tensor& y) {
   return x0 < y0 + y.nbytes() && y0 < x0 + x.nbytes();
 }
 
-// check_arg with the message built only on failure: matmul runs thousands
-// of times a step and must not format strings when all is well.
-template <class Message>
-void require(bool condition, Message&& message) {
-  if (!condition) throw EngineError(ErrorCode::kInvalidArgument, "matmul: " + message());
-}
-
 // Checks Backend::matmul's contract and describes the product.
 GemmSpec describe_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
                          const MatmulOptions& options) {
   for (const auto& [name, t] : {std::pair{"a", &a}, std::pair{"b", &b}, std::pair{"c", &c}}) {
-    require(t->defined(), [&] { return std::string(name) + " is undefined"; });
-    require(t->device_type() == DeviceType::kCpu,
-            [&] { return std::string(name) + " " + t->describe() + " is not in CPU memory"; });
-    require(is_float_compute(t->dtype()), [&] {
-      return std::string(name) + " " + t->describe() + " must be fp32, fp16 or bf16";
-    });
+    MIXTRAIN_CHECK_ARG(t->defined(), "matmul: " + (std::string(name) + " is undefined"));
+    MIXTRAIN_CHECK_ARG(
+        t->device_type() == DeviceType::kCpu,
+        "matmul: " + (std::string(name) + " " + t->describe() + " is not in CPU memory"));
+    MIXTRAIN_CHECK_ARG(
+        is_float_compute(t->dtype()),
+        "matmul: " + (std::string(name) + " " + t->describe() + " must be fp32, fp16 or bf16"));
   }
-  require(c.ndim() == 2 || c.ndim() == 3,
-          [&] { return "c " + c.describe() + " must be 2-D (M,N) or 3-D (batch,M,N)"; });
-  require(a.ndim() == c.ndim() && b.ndim() == c.ndim(), [&] {
-    return "a " + a.describe() + ", b " + b.describe() + " and c " + c.describe() +
-           " must all be 2-D or all 3-D";
-  });
-  require(a.dtype() == b.dtype(),
-          [&] { return "a " + a.describe() + " and b " + b.describe() + " must share one dtype"; });
-  require(!overlaps(c, a) && !overlaps(c, b),
-          [&] { return "c " + c.describe() + " overlaps an input"; });
+  MIXTRAIN_CHECK_ARG(c.ndim() == 2 || c.ndim() == 3,
+                     "matmul: " + ("c " + c.describe() + " must be 2-D (M,N) or 3-D (batch,M,N)"));
+  MIXTRAIN_CHECK_ARG(a.ndim() == c.ndim() && b.ndim() == c.ndim(),
+                     "matmul: " + ("a " + a.describe() + ", b " + b.describe() + " and c " +
+                                   c.describe() + " must all be 2-D or all 3-D"));
+  MIXTRAIN_CHECK_ARG(a.dtype() == b.dtype(), "matmul: " + ("a " + a.describe() + " and b " +
+                                                           b.describe() + " must share one dtype"));
+  MIXTRAIN_CHECK_ARG(!overlaps(c, a) && !overlaps(c, b),
+                     "matmul: " + ("c " + c.describe() + " overlaps an input"));
 
   GemmSpec s;
   s.batched = c.ndim() == 3;
@@ -71,39 +64,37 @@ GemmSpec describe_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   s.alpha = options.alpha;
   s.beta = options.beta;
   if (s.batched) {
-    require(a.dim(0) == s.batch && b.dim(0) == s.batch, [&] {
-      return "batch sizes differ: a " + a.describe() + ", b " + b.describe() + ", c " +
-             c.describe();
-    });
+    MIXTRAIN_CHECK_ARG(a.dim(0) == s.batch && b.dim(0) == s.batch,
+                       "matmul: " + ("batch sizes differ: a " + a.describe() + ", b " +
+                                     b.describe() + ", c " + c.describe()));
   }
   const int64_t a_rows = s.trans_a ? a.dim(-1) : a.dim(-2);
   const int64_t b_rows = s.trans_b ? b.dim(-1) : b.dim(-2);
   const int64_t b_cols = s.trans_b ? b.dim(-2) : b.dim(-1);
-  require(a_rows == s.m, [&] {
-    return "op(a) of a " + a.describe() + " is " + shape_string({a_rows, s.k}) + " but c " +
-           c.describe() + " has " + std::to_string(s.m) + " rows";
-  });
-  require(b_rows == s.k, [&] {
-    return "inner dimensions differ: op(a) of a " + a.describe() + " is " +
-           shape_string({a_rows, s.k}) + ", op(b) of b " + b.describe() + " is " +
-           shape_string({b_rows, b_cols});
-  });
-  require(b_cols == s.n, [&] {
-    return "op(b) of b " + b.describe() + " is " + shape_string({b_rows, b_cols}) + " but c " +
-           c.describe() + " has " + std::to_string(s.n) + " columns";
-  });
+  MIXTRAIN_CHECK_ARG(
+      a_rows == s.m,
+      "matmul: " + ("op(a) of a " + a.describe() + " is " + shape_string({a_rows, s.k}) +
+                    " but c " + c.describe() + " has " + std::to_string(s.m) + " rows"));
+  MIXTRAIN_CHECK_ARG(b_rows == s.k,
+                     "matmul: " + ("inner dimensions differ: op(a) of a " + a.describe() + " is " +
+                                   shape_string({a_rows, s.k}) + ", op(b) of b " + b.describe() +
+                                   " is " + shape_string({b_rows, b_cols})));
+  MIXTRAIN_CHECK_ARG(
+      b_cols == s.n,
+      "matmul: " + ("op(b) of b " + b.describe() + " is " + shape_string({b_rows, b_cols}) +
+                    " but c " + c.describe() + " has " + std::to_string(s.n) + " columns"));
   if (options.bias != nullptr) {
     const Tensor& bias = *options.bias;
-    require(bias.defined() && bias.device_type() == DeviceType::kCpu,
-            [] { return std::string("bias is undefined or not in CPU memory"); });
-    require(bias.ndim() == 1 && bias.dim(0) == s.n, [&] {
-      return "bias " + bias.describe() + " must be (" + std::to_string(s.n) + ") for c " +
-             c.describe();
-    });
-    require(bias.dtype() == DType::kF32 || bias.dtype() == c.dtype(), [&] {
-      return "bias " + bias.describe() + " must be fp32 or c's dtype (c " + c.describe() + ")";
-    });
-    require(!overlaps(c, bias), [&] { return "c " + c.describe() + " overlaps the bias"; });
+    MIXTRAIN_CHECK_ARG(bias.defined() && bias.device_type() == DeviceType::kCpu,
+                       "matmul: " + (std::string("bias is undefined or not in CPU memory")));
+    MIXTRAIN_CHECK_ARG(bias.ndim() == 1 && bias.dim(0) == s.n,
+                       "matmul: " + ("bias " + bias.describe() + " must be (" +
+                                     std::to_string(s.n) + ") for c " + c.describe()));
+    MIXTRAIN_CHECK_ARG(bias.dtype() == DType::kF32 || bias.dtype() == c.dtype(),
+                       "matmul: " + ("bias " + bias.describe() + " must be fp32 or c's dtype (c " +
+                                     c.describe() + ")"));
+    MIXTRAIN_CHECK_ARG(!overlaps(c, bias),
+                       "matmul: " + ("c " + c.describe() + " overlaps the bias"));
     s.has_bias = true;
     s.bias_type = bias.dtype();
   }

@@ -90,7 +90,7 @@ struct RowShape {
 
 RowShape row_shape(const char* op, const Tensor& inp) {
   check_float(op, "inp", inp);
-  check_arg(inp.ndim() >= 1,
+  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1,
             std::string(op) + ": inp " + inp.describe() + " must be (N, C) or (B, T, C)");
   const int64_t channels = inp.dim(-1);
   return {channels == 0 ? 0 : inp.numel() / channels, channels};

@@ -60,7 +60,7 @@ void CudaBackend::adamw_update(const Tensor& master, const Tensor& m, const Tens
   op_checks::check_numel(op, "v", v, n);
   op_checks::check_numel(op, "grad", grad, n);
   if (param_out != nullptr) op_checks::check_numel(op, "param_out", *param_out, n);
-  check_arg(config.step >= 1, "adamw_update: step " + std::to_string(config.step) +
+  MIXTRAIN_CHECK_ARG(config.step >= 1, "adamw_update: step " + std::to_string(config.step) +
                                   " must be >= 1 (1-based)");
   const double t = static_cast<double>(config.step);
   const double bias_correction1 = 1.0 - std::pow(static_cast<double>(config.beta1), t);

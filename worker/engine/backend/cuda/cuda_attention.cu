@@ -34,16 +34,16 @@ struct AttentionShape {
 AttentionShape check_attention(const char* op, const Tensor& qkv, const Tensor& att,
                                int n_head) {
   op_checks::check_ndim(op, "qkv", qkv, 3);
-  check_arg(qkv.dim(2) % 3 == 0,
+  MIXTRAIN_CHECK_ARG(qkv.dim(2) % 3 == 0,
             std::string(op) + ": qkv " + qkv.describe() + " last dimension is not 3C");
   const int64_t channels = qkv.dim(2) / 3;
-  check_arg(n_head > 0 && channels % n_head == 0,
+  MIXTRAIN_CHECK_ARG(n_head > 0 && channels % n_head == 0,
             std::string(op) + ": " + std::to_string(n_head) + " heads do not divide C = " +
                 std::to_string(channels));
   const AttentionShape s{qkv.dim(0), qkv.dim(1), channels, n_head, channels / n_head};
   op_checks::check_shape(op, "att", att, {s.batch, s.heads, s.seq, s.seq});
   for (const Tensor* t : {&qkv, &att}) {
-    check_arg(is_float_compute(t->dtype()),
+    MIXTRAIN_CHECK_ARG(is_float_compute(t->dtype()),
               std::string(op) + ": " + t->describe() + " is not fp32, fp16 or bf16");
   }
   return s;
@@ -114,7 +114,7 @@ void CudaBackend::attention_forward(const Tensor& out, const Tensor& att, const 
   const char* op = "attention_forward";
   const AttentionShape s = check_attention(op, qkv, att, n_head);
   op_checks::check_shape(op, "out", out, {s.batch, s.seq, s.channels});
-  check_arg(is_float_compute(out.dtype()),
+  MIXTRAIN_CHECK_ARG(is_float_compute(out.dtype()),
             std::string(op) + ": out " + out.describe() + " is not fp32, fp16 or bf16");
   const int64_t B = s.batch, T = s.seq, C = s.channels, NH = s.heads, HS = s.head_size;
   if (B * T * C == 0) return;
@@ -162,7 +162,7 @@ void CudaBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, con
   op_checks::check_shape(op, "dqkv", dqkv, qkv.shape());
   op_checks::check_shape(op, "dout", dout, {s.batch, s.seq, s.channels});
   for (const Tensor* t : {&dqkv, &dout}) {
-    check_arg(is_float_compute(t->dtype()),
+    MIXTRAIN_CHECK_ARG(is_float_compute(t->dtype()),
               std::string(op) + ": " + t->describe() + " is not fp32, fp16 or bf16");
   }
   const int64_t B = s.batch, T = s.seq, C = s.channels, NH = s.heads, HS = s.head_size;

@@ -86,7 +86,7 @@ class CudaEvent final : public Event {
 };
 
 void check_same_size(const Tensor& dst, const Tensor& src, const char* op) {
-  check_arg(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
+  MIXTRAIN_CHECK_ARG(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
             std::string(op) + ": destination " + dst.describe() + " does not match source " +
                 src.describe());
 }
@@ -180,7 +180,7 @@ std::unique_ptr<Event> CudaBackend::record_event(StreamKind stream_kind) {
 
 void CudaBackend::wait_event(StreamKind stream_kind, const Event& event) {
   const auto* cuda_event = dynamic_cast<const CudaEvent*>(&event);
-  check_arg(cuda_event != nullptr, "wait_event: the event was not recorded by a CUDA backend");
+  MIXTRAIN_CHECK_ARG(cuda_event != nullptr, "wait_event: the event was not recorded by a CUDA backend");
   MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
   MIXTRAIN_CUDA_CHECK(cudaStreamWaitEvent(stream(stream_kind), cuda_event->get(), 0));
 }

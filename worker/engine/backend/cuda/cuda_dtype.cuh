@@ -126,12 +126,12 @@ void dispatch_compute(std::initializer_list<const Tensor*> tensors, const char* 
   bool same = true;
   for (const Tensor* t : tensors) {
     if (t == nullptr) continue;
-    check_arg(is_float_compute(t->dtype()),
+    MIXTRAIN_CHECK_ARG(is_float_compute(t->dtype()),
               std::string(op) + ": " + t->describe() + " is not fp32, fp16 or bf16");
     if (first == nullptr) first = t;
     same = same && t->dtype() == first->dtype();
   }
-  check_arg(first != nullptr, std::string(op) + ": no tensor to dispatch on");
+  MIXTRAIN_CHECK_ARG(first != nullptr, std::string(op) + ": no tensor to dispatch on");
   if (!same) {
     f(MixedDtypes{});
     return;

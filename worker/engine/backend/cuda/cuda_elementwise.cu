@@ -43,7 +43,7 @@ template <class Ref> __global__ void add_kernel(Ref out, Ref a, Ref b, int64_t n
 void CudaBackend::cast(const Tensor& dst, const Tensor& src) {
   const cudaStream_t stream = begin_op();
   for (const Tensor* t : {&dst, &src}) {
-    check_arg(t->dtype() != DType::kI32,
+    MIXTRAIN_CHECK_ARG(t->dtype() != DType::kI32,
               "cast: " + t->describe() +
                   " is not a float format (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2)");
   }

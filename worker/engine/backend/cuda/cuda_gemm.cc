@@ -37,9 +37,9 @@ bool cublas_writes(DType ab, DType c) {
 void gemm_row_major(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                     const GemmOperand& b, const GemmOutput& c, int64_t batch, float alpha,
                     float beta) {
-  check_arg(a.dtype == b.dtype, std::string("gemm: A is ") + dtype_name(a.dtype) + " but B is " +
+  MIXTRAIN_CHECK_ARG(a.dtype == b.dtype, std::string("gemm: A is ") + dtype_name(a.dtype) + " but B is " +
                                     dtype_name(b.dtype));
-  check_arg(cublas_writes(a.dtype, c.dtype), std::string("gemm: cuBLAS cannot write ") +
+  MIXTRAIN_CHECK_ARG(cublas_writes(a.dtype, c.dtype), std::string("gemm: cuBLAS cannot write ") +
                                                  dtype_name(c.dtype) + " from " +
                                                  dtype_name(a.dtype) + " inputs");
   if (m == 0 || n == 0 || batch == 0) return;

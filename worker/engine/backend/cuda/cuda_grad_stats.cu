@@ -71,7 +71,7 @@ double CudaBackend::sum_squares(std::span<const Tensor> tensors) {
   std::vector<int64_t> blocks;
   int64_t total_blocks = 0;
   for (const Tensor& t : tensors) {
-    check_arg(is_float_compute(t.dtype()),
+    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
               "sum_squares: " + t.describe() + " is not fp32, fp16 or bf16");
     const int64_t b =
         t.numel() == 0
@@ -114,7 +114,7 @@ NonFiniteCheck CudaBackend::unscale_and_check(std::span<const Tensor> tensors, f
   NonFiniteCheck check;
   if (tensors.empty()) return check;
   for (const Tensor& t : tensors) {
-    check_arg(is_float_compute(t.dtype()),
+    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
               "unscale_and_check: " + t.describe() + " is not fp32, fp16 or bf16");
   }
   const int64_t count = static_cast<int64_t>(tensors.size());

@@ -131,7 +131,7 @@ void CudaBackend::layernorm_forward(const Tensor& out, const Tensor& mean, const
                                     float eps) {
   const cudaStream_t stream = begin_op();
   const char* op = "layernorm_forward";
-  check_arg(inp.ndim() >= 1, "layernorm_forward: inp " + inp.describe() + " has no channels");
+  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1, "layernorm_forward: inp " + inp.describe() + " has no channels");
   const int64_t channels = inp.dim(-1);
   const int64_t rows = channels == 0 ? 0 : inp.numel() / channels;
   op_checks::check_matrix(op, "out", out, rows, channels);
@@ -160,7 +160,7 @@ void CudaBackend::layernorm_backward(const Tensor& dinp, const Tensor& dweight,
                                      const Tensor& rstd) {
   const cudaStream_t stream = begin_op();
   const char* op = "layernorm_backward";
-  check_arg(inp.ndim() >= 1, "layernorm_backward: inp " + inp.describe() + " has no channels");
+  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1, "layernorm_backward: inp " + inp.describe() + " has no channels");
   const int64_t channels = inp.dim(-1);
   const int64_t rows = channels == 0 ? 0 : inp.numel() / channels;
   op_checks::check_matrix(op, "dinp", dinp, rows, channels);

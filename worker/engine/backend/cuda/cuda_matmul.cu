@@ -72,13 +72,13 @@ struct MatmulShape {
 MatmulShape check_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
                          const MatmulOptions& options) {
   const char* op = "matmul";
-  check_arg(a.dtype() == b.dtype(), std::string("matmul: A is ") + a.describe() + " but B is " +
+  MIXTRAIN_CHECK_ARG(a.dtype() == b.dtype(), std::string("matmul: A is ") + a.describe() + " but B is " +
                                         b.describe() + " (A and B share one dtype)");
-  check_arg(is_float_compute(a.dtype()) && is_float_compute(c.dtype()),
+  MIXTRAIN_CHECK_ARG(is_float_compute(a.dtype()) && is_float_compute(c.dtype()),
             "matmul: A " + a.describe() + " and C " + c.describe() +
                 " must be fp32, fp16 or bf16");
   const int nd = a.ndim();
-  check_arg(nd == 2 || nd == 3, "matmul: A is " + a.describe() + ", expected 2 or 3 dimensions");
+  MIXTRAIN_CHECK_ARG(nd == 2 || nd == 3, "matmul: A is " + a.describe() + ", expected 2 or 3 dimensions");
   op_checks::check_ndim(op, "B", b, nd);
   op_checks::check_ndim(op, "C", c, nd);
   const int64_t batch = nd == 3 ? a.dim(0) : 1;
@@ -87,17 +87,17 @@ MatmulShape check_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   MatmulShape s{batch, options.trans_a ? a_cols : a_rows, options.trans_a ? a_rows : a_cols,
                 options.trans_b ? b_rows : b_cols};
   const int64_t b_k = options.trans_b ? b_cols : b_rows;
-  check_arg(b_k == s.k, "matmul: inner dimensions of A " + a.describe() + " and B " +
+  MIXTRAIN_CHECK_ARG(b_k == s.k, "matmul: inner dimensions of A " + a.describe() + " and B " +
                             b.describe() + " differ");
   Shape c_shape = nd == 3 ? Shape{batch, s.m, s.n} : Shape{s.m, s.n};
   if (nd == 3) {
-    check_arg(b.dim(0) == batch, "matmul: batch of B " + b.describe() + " differs from A " +
+    MIXTRAIN_CHECK_ARG(b.dim(0) == batch, "matmul: batch of B " + b.describe() + " differs from A " +
                                      a.describe());
   }
   op_checks::check_shape(op, "C", c, c_shape);
   if (options.bias != nullptr) {
     op_checks::check_shape(op, "bias", *options.bias, {s.n});
-    check_arg(is_float_compute(options.bias->dtype()),
+    MIXTRAIN_CHECK_ARG(is_float_compute(options.bias->dtype()),
               "matmul: bias " + options.bias->describe() + " must be fp32, fp16 or bf16");
   }
   return s;
@@ -144,7 +144,7 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
 
 void CudaBackend::bias_backward(const Tensor& dbias, const Tensor& dout) {
   const cudaStream_t stream = begin_op();
-  check_arg(dout.ndim() >= 1, "bias_backward: dout " + dout.describe() + " has no columns");
+  MIXTRAIN_CHECK_ARG(dout.ndim() >= 1, "bias_backward: dout " + dout.describe() + " has no columns");
   const int64_t n = dout.dim(-1);
   const int64_t rows = n == 0 ? 0 : dout.numel() / n;
   op_checks::check_shape("bias_backward", "dbias", dbias, {n});

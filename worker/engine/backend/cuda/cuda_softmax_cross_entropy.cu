@@ -60,7 +60,7 @@ void CudaBackend::softmax_cross_entropy(const Tensor& losses, const Tensor* dlog
                                         float dloss) {
   const cudaStream_t stream = begin_op();
   const char* op = "softmax_cross_entropy";
-  check_arg(logits.ndim() >= 1 && logits.dim(-1) > 0,
+  MIXTRAIN_CHECK_ARG(logits.ndim() >= 1 && logits.dim(-1) > 0,
             "softmax_cross_entropy: logits " + logits.describe() + " has no vocabulary");
   const int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
   op_checks::check_dtype(op, "targets", targets, DType::kI32);
