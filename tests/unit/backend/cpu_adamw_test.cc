@@ -12,18 +12,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "cpu_ops_test_util.h"
+#include "backend_test_util.h"
 
-namespace mixtrain {
+namespace mixtrain::backend_test {
 namespace {
-
-using op_test::all_close;
-using op_test::kFloatTypes;
-using op_test::make_tensor;
-using op_test::random_values;
-using op_test::throws_invalid_argument;
-using op_test::tolerance;
-using op_test::values_of;
 
 struct AdamWState {
   std::vector<double> param, m, v;
@@ -138,4 +130,4 @@ TEST(CpuAdamW, BadArgumentsThrowNamingTheTensor) {
 }
 
 }  // namespace
-}  // namespace mixtrain
+}  // namespace mixtrain::backend_test

@@ -21,15 +21,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "gemm_test_values.h"
+#include "backend_test_util.h"
 
-namespace mixtrain {
+namespace mixtrain::backend_test {
 namespace {
-
-using test_values::make_tensor;
-using test_values::max_abs;
-using test_values::random_values;
-using test_values::read_values;
 
 struct Dims {
   int64_t batch, seq, channels, heads;
@@ -73,22 +68,6 @@ std::vector<double> reference_attention(const Dims& d, const std::vector<double>
   return out;
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& expected,
-                  double allowed, const char* what) {
-  ASSERT_EQ(got.size(), expected.size());
-  double worst = 0.0;
-  size_t worst_index = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double error = std::isfinite(got[i]) ? std::abs(got[i] - expected[i]) : 1e300;
-    if (error > worst) {
-      worst = error;
-      worst_index = i;
-    }
-  }
-  EXPECT_LE(worst, allowed) << what << " element " << worst_index << ": got " << got[worst_index]
-                            << ", expected " << expected[worst_index];
-}
-
 struct DtypeCase {
   DType qkv, out, att;
 };
@@ -114,14 +93,16 @@ TEST(CpuAttention, ForwardMatchesDoubleReference) {
 
       std::vector<double> expected_att;
       const std::vector<double> expected_out =
-          reference_attention(d, read_values(*backend, qkv), expected_att);
+          reference_attention(d, values_of(*backend, qkv), expected_att);
       const DType coarsest =
           dc.out == DType::kBF16 || dc.att == DType::kBF16 || dc.qkv == DType::kBF16
               ? DType::kBF16
               : (dc.out == DType::kF16 || dc.att == DType::kF16 ? DType::kF16 : DType::kF32);
-      expect_close(read_values(*backend, att), expected_att, att_tolerance(dc.att), "att");
-      expect_close(read_values(*backend, out), expected_out,
-                   out_tolerance(coarsest) * max_abs(expected_out), "out");
+      EXPECT_TRUE(max_error_within(values_of(*backend, att), expected_att, att_tolerance(dc.att)))
+          << "att";
+      EXPECT_TRUE(max_error_within(values_of(*backend, out), expected_out,
+                                   out_tolerance(coarsest) * max_abs(expected_out)))
+          << "out";
     }
   }
 }
@@ -133,37 +114,34 @@ TEST(CpuAttention, BackwardMatchesFiniteDifferences) {
   const Shape qkv_shape = {d.batch, d.seq, 3 * d.channels};
   const Shape out_shape = {d.batch, d.seq, d.channels};
   const Shape att_shape = {d.batch, d.heads, d.seq, d.seq};
-  std::vector<float> qkv_values = random_values(shape_numel(qkv_shape), 41);
-  const std::vector<float> w = random_values(shape_numel(out_shape), 42);
+  std::vector<double> qkv_values = random_values(shape_numel(qkv_shape), 41);
+  const std::vector<double> w = random_values(shape_numel(out_shape), 42);
 
   auto loss = [&] {
     Tensor qkv = make_tensor(*backend, qkv_shape, DType::kF32, qkv_values);
     Tensor out = backend->empty(out_shape, DType::kF32, MemoryCategory::kActivations);
     Tensor att = backend->empty(att_shape, DType::kF32, MemoryCategory::kActivations);
     backend->attention_forward(out, att, qkv, static_cast<int>(d.heads));
-    const std::vector<double> y = read_values(*backend, out);
-    double sum = 0.0;
-    for (size_t i = 0; i < y.size(); ++i) sum += static_cast<double>(w[i]) * y[i];
-    return sum;
+    return dot(w, values_of(*backend, out));
   };
 
   Tensor qkv = make_tensor(*backend, qkv_shape, DType::kF32, qkv_values);
   Tensor out = backend->empty(out_shape, DType::kF32, MemoryCategory::kActivations);
   Tensor att = backend->empty(att_shape, DType::kF32, MemoryCategory::kActivations);
   backend->attention_forward(out, att, qkv, static_cast<int>(d.heads));
-  const std::vector<float> start = random_values(qkv_values.size(), 43);
+  const std::vector<double> start = random_values(qkv_values.size(), 43);
   Tensor dqkv = make_tensor(*backend, qkv_shape, DType::kF32, start);
   Tensor dout = make_tensor(*backend, out_shape, DType::kF32, w);
   backend->attention_backward(dqkv, dout, qkv, att, static_cast<int>(d.heads));
-  const std::vector<double> grad = read_values(*backend, dqkv);
+  const std::vector<double> grad = values_of(*backend, dqkv);
 
   // eps balances truncation (O(eps^2) on O(1) curvature) against fp32
   // rounding of the loss (~1e-7 * 40 terms / eps).
   // Every third element: columns 0, 3, ..., 21 of every (b, t) row, which
   // hit q, k and v of both heads at several offsets within a head.
-  const float eps = 1e-2f;
+  const double eps = 1e-2;
   for (size_t i = 0; i < qkv_values.size(); i += 3) {
-    const float saved = qkv_values[i];
+    const double saved = qkv_values[i];
     qkv_values[i] = saved + eps;
     const double plus = loss();
     qkv_values[i] = saved - eps;
@@ -180,33 +158,30 @@ TEST(CpuAttention, BackwardIn16BitMatchesFp32) {
   const Shape qkv_shape = {d.batch, d.seq, 3 * d.channels};
   const Shape out_shape = {d.batch, d.seq, d.channels};
   const Shape att_shape = {d.batch, d.heads, d.seq, d.seq};
-  const std::vector<float> qkv_values = random_values(shape_numel(qkv_shape), 51, -2.0f, 2.0f);
-  const std::vector<float> dout_values = random_values(shape_numel(out_shape), 52);
+  const std::vector<double> qkv_values = random_values(shape_numel(qkv_shape), 51, -2.0f, 2.0f);
+  const std::vector<double> dout_values = random_values(shape_numel(out_shape), 52);
 
   auto gradient = [&](DType dtype, DType compute) {
     // Inputs rounded to `dtype`, then computed in `compute`.
     const std::vector<double> stored_qkv =
-        read_values(*backend, make_tensor(*backend, qkv_shape, dtype, qkv_values));
+        values_of(*backend, make_tensor(*backend, qkv_shape, dtype, qkv_values));
     const std::vector<double> stored_dout =
-        read_values(*backend, make_tensor(*backend, out_shape, dtype, dout_values));
-    auto as_float = [](const std::vector<double>& v) {
-      return std::vector<float>(v.begin(), v.end());
-    };
-    Tensor qkv = make_tensor(*backend, qkv_shape, compute, as_float(stored_qkv));
-    Tensor dout = make_tensor(*backend, out_shape, compute, as_float(stored_dout));
+        values_of(*backend, make_tensor(*backend, out_shape, dtype, dout_values));
+    Tensor qkv = make_tensor(*backend, qkv_shape, compute, stored_qkv);
+    Tensor dout = make_tensor(*backend, out_shape, compute, stored_dout);
     Tensor out = backend->empty(out_shape, compute, MemoryCategory::kActivations);
     Tensor att = backend->empty(att_shape, compute, MemoryCategory::kActivations);
-    Tensor dqkv =
-        make_tensor(*backend, qkv_shape, DType::kF32, std::vector<float>(qkv_values.size(), 0.0f));
+    Tensor dqkv = backend->zeros(qkv_shape, DType::kF32, MemoryCategory::kActivations);
     backend->attention_forward(out, att, qkv, static_cast<int>(d.heads));
     backend->attention_backward(dqkv, dout, qkv, att, static_cast<int>(d.heads));
-    return read_values(*backend, dqkv);
+    return values_of(*backend, dqkv);
   };
   for (DType dtype : {DType::kBF16, DType::kF16}) {
     SCOPED_TRACE(dtype_name(dtype));
     const std::vector<double> expected = gradient(dtype, DType::kF32);
-    expect_close(gradient(dtype, dtype), expected, out_tolerance(dtype) * max_abs(expected),
-                 "dqkv");
+    EXPECT_TRUE(max_error_within(gradient(dtype, dtype), expected,
+                                 out_tolerance(dtype) * max_abs(expected)))
+        << "dqkv";
   }
 }
 
@@ -215,49 +190,40 @@ TEST(CpuAttention, BadShapesThrowInvalidArgument) {
   auto t = [&](Shape shape, DType dtype = DType::kF32) {
     return backend->empty(shape, dtype, MemoryCategory::kActivations);
   };
-  auto expect_invalid = [](auto&& call, const std::string& mentions) {
-    try {
-      call();
-      ADD_FAILURE() << "no exception; expected one mentioning " << mentions;
-    } catch (const EngineError& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-      EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
-    }
-  };
   Tensor qkv = t({2, 4, 24}), out = t({2, 4, 8}), att = t({2, 2, 4, 4});
-  expect_invalid([&] { backend->attention_forward(out, att, qkv, 3); },
-                 "attention_forward: n_head 3");
-  expect_invalid(
+  EXPECT_TRUE(throws_invalid_argument([&] { backend->attention_forward(out, att, qkv, 3); },
+                                      {"attention_forward: n_head 3"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->attention_forward(out, att, t({2, 4, 25}), 2);
       },
-      "qkv fp32(2, 4, 25)");
-  expect_invalid(
+      {"qkv fp32(2, 4, 25)"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->attention_forward(t({2, 4, 9}), att, qkv, 2);
       },
-      "out fp32(2, 4, 9)");
-  expect_invalid(
+      {"out fp32(2, 4, 9)"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->attention_forward(out, t({2, 2, 4, 5}), qkv, 2);
       },
-      "att fp32(2, 2, 4, 5)");
-  expect_invalid(
+      {"att fp32(2, 2, 4, 5)"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->attention_forward(out, att, t({2, 4, 24}, DType::kI32), 2);
       },
-      "int32");
-  expect_invalid(
+      {"int32"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->attention_backward(t({2, 4, 21}), out, qkv, att, 2);
       },
-      "attention_backward: dqkv");
-  expect_invalid(
+      {"attention_backward: dqkv"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->attention_backward(t({2, 4, 24}), t({2, 3, 8}), qkv, att, 2);
       },
-      "attention_backward: dout");
+      {"attention_backward: dout"}));
 }
 
 }  // namespace
-}  // namespace mixtrain
+}  // namespace mixtrain::backend_test

@@ -14,22 +14,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "cpu_ops_test_util.h"
+#include "backend_test_util.h"
 
-namespace mixtrain {
+namespace mixtrain::backend_test {
 namespace {
-
-using op_test::all_close;
-using op_test::finite_differences;
-using op_test::kFiniteDifferenceTol;
-using op_test::kFloatTypes;
-using op_test::kFp32VsFiniteDifferenceTol;
-using op_test::make_ids;
-using op_test::make_tensor;
-using op_test::random_values;
-using op_test::throws_invalid_argument;
-using op_test::tolerance;
-using op_test::values_of;
 
 struct CrossEntropy {
   std::vector<double> losses;   // (N)
@@ -172,4 +160,4 @@ TEST(CpuCrossEntropy, BadTargetsAndShapesThrow) {
 }
 
 }  // namespace
-}  // namespace mixtrain
+}  // namespace mixtrain::backend_test

@@ -12,25 +12,14 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "cpu_ops_test_util.h"
+#include "backend_test_util.h"
 #include "numerics/fp8.h"
 
-namespace mixtrain {
+namespace mixtrain::backend_test {
 namespace {
-
-using op_test::all_close;
-using op_test::kFloatTypes;
-using op_test::make_tensor;
-using op_test::random_values;
-using op_test::throws_invalid_argument;
-using op_test::tolerance;
-using op_test::values_of;
 
 // Crosses several 4096-element chunks and ends in a partial one.
 constexpr int64_t kLong = 3 * 4096 + 123;
-
-constexpr DType kAllFloatFormats[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kFP8E4M3,
-                                      DType::kFP8E5M2};
 
 // The scalar rules: encode an fp32 value in `dtype` (fp8 saturating), and
 // decode a code back to fp32.
@@ -215,4 +204,4 @@ TEST(CpuAdd, BadArgumentsThrowNamingTheTensor) {
 }
 
 }  // namespace
-}  // namespace mixtrain
+}  // namespace mixtrain::backend_test

@@ -14,22 +14,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "cpu_ops_test_util.h"
+#include "backend_test_util.h"
 
-namespace mixtrain {
+namespace mixtrain::backend_test {
 namespace {
-
-using op_test::all_close;
-using op_test::dot;
-using op_test::finite_differences;
-using op_test::kFiniteDifferenceTol;
-using op_test::kFloatTypes;
-using op_test::kFp32VsFiniteDifferenceTol;
-using op_test::make_tensor;
-using op_test::random_values;
-using op_test::throws_invalid_argument;
-using op_test::tolerance;
-using op_test::values_of;
 
 const double kSqrt2OverPi = std::sqrt(2.0 / std::numbers::pi);
 
@@ -148,4 +136,4 @@ TEST(CpuGelu, BadArgumentsThrowNamingTheTensor) {
 }
 
 }  // namespace
-}  // namespace mixtrain
+}  // namespace mixtrain::backend_test

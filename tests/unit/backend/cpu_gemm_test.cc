@@ -25,26 +25,20 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include <cmath>
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_gemm_portable.h"
-#include "gemm_test_values.h"
+#include "backend_test_util.h"
 
-namespace mixtrain {
+namespace mixtrain::backend_test {
 namespace {
 
-using test_values::make_tensor;
-using test_values::max_abs;
-using test_values::random_values;
-using test_values::read_values;
-
-constexpr DType kFloatTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
-
-double tolerance(DType c_type) {
+// The table at the top, by C's dtype.
+double gemm_tolerance(DType c_type) {
   switch (c_type) {
     case DType::kF32:
       return 1e-5;
@@ -139,8 +133,8 @@ void check_case(Backend& backend, const Case& cs, Path path, uint32_t seed) {
   const Shape c_shape = cs.shape(cs.m, cs.n);
   Tensor a = make_tensor(backend, a_shape, cs.ab, random_values(shape_numel(a_shape), seed));
   Tensor b = make_tensor(backend, b_shape, cs.ab, random_values(shape_numel(b_shape), seed + 1));
-  std::vector<float> c_init(static_cast<size_t>(shape_numel(c_shape)),
-                            std::numeric_limits<float>::quiet_NaN());
+  std::vector<double> c_init(static_cast<size_t>(shape_numel(c_shape)),
+                             std::numeric_limits<double>::quiet_NaN());
   if (cs.beta != 0.0f) c_init = random_values(c_init.size(), seed + 2);
   Tensor c = make_tensor(backend, c_shape, cs.c, c_init);
   Tensor bias;
@@ -148,10 +142,10 @@ void check_case(Backend& backend, const Case& cs, Path path, uint32_t seed) {
   if (cs.bias) {
     bias = make_tensor(backend, {cs.n}, cs.bias_type,
                        random_values(static_cast<size_t>(cs.n), seed + 3));
-    bias_values = read_values(backend, bias);
+    bias_values = values_of(backend, bias);
   }
-  const std::vector<double> expected = reference(
-      cs, read_values(backend, a), read_values(backend, b), read_values(backend, c), bias_values);
+  const std::vector<double> expected = reference(cs, values_of(backend, a), values_of(backend, b),
+                                                 values_of(backend, c), bias_values);
   if (path == Path::kBackend) {
     MatmulOptions options;
     options.trans_a = cs.trans_a;
@@ -163,20 +157,8 @@ void check_case(Backend& backend, const Case& cs, Path path, uint32_t seed) {
   } else {
     run_portable(cs, c, a, b, cs.bias ? &bias : nullptr);
   }
-  const std::vector<double> got = read_values(backend, c);
-  const double allowed = tolerance(cs.c) * max_abs(expected);
-  double worst = 0.0;
-  size_t worst_index = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double error = std::isfinite(got[i]) ? std::abs(got[i] - expected[i])
-                                               : std::numeric_limits<double>::infinity();
-    if (error > worst) {
-      worst = error;
-      worst_index = i;
-    }
-  }
-  EXPECT_LE(worst, allowed) << "element " << worst_index << ": got " << got[worst_index]
-                            << ", expected " << expected[worst_index];
+  EXPECT_TRUE(
+      max_error_within(values_of(backend, c), expected, gemm_tolerance(cs.c) * max_abs(expected)));
 }
 
 class CpuMatmul : public ::testing::TestWithParam<Path> {
@@ -308,11 +290,11 @@ TEST(CpuMatmulWorkspace, StagingCopiesAreCountedAndFreed) {
 TEST(CpuMatmulGradients, LinearLayerMatchesFiniteDifferences) {
   auto backend = make_backend("cpu");
   const int64_t m = 6, c = 5, oc = 4;
-  std::vector<float> inp = random_values(m * c, 11), weight = random_values(oc * c, 12),
-                     bias = random_values(oc, 13), g = random_values(m * oc, 14);
+  const std::vector<double> inp = random_values(m * c, 11), weight = random_values(oc * c, 12),
+                            bias = random_values(oc, 13), g = random_values(m * oc, 14);
 
-  auto loss = [&](const std::vector<float>& inp_v, const std::vector<float>& w_v,
-                  const std::vector<float>& bias_v) {
+  auto loss = [&](const std::vector<double>& inp_v, const std::vector<double>& w_v,
+                  const std::vector<double>& bias_v) {
     Tensor x = make_tensor(*backend, {m, c}, DType::kF32, inp_v);
     Tensor w = make_tensor(*backend, {oc, c}, DType::kF32, w_v);
     Tensor bb = make_tensor(*backend, {oc}, DType::kF32, bias_v);
@@ -321,27 +303,22 @@ TEST(CpuMatmulGradients, LinearLayerMatchesFiniteDifferences) {
     options.trans_b = true;
     options.bias = &bb;
     backend->matmul(out, x, w, options);
-    const std::vector<double> y = read_values(*backend, out);
-    double sum = 0.0;
-    for (size_t i = 0; i < y.size(); ++i) sum += static_cast<double>(g[i]) * y[i];
-    return sum;
+    return dot(g, values_of(*backend, out));
   };
-  // Central differences; the loss is linear in each variable, so only
-  // fp32 rounding of the forward limits them.
-  const float eps = 1e-2f;
-  auto finite_difference = [&](std::vector<float>& variable, size_t i) {
-    const float saved = variable[i];
-    variable[i] = saved + eps;
-    const double plus = loss(inp, weight, bias);
-    variable[i] = saved - eps;
-    const double minus = loss(inp, weight, bias);
-    variable[i] = saved;
-    return (plus - minus) / (2.0 * eps);
-  };
+  // Central differences with step 1e-2 (every value is below 1); the loss
+  // is linear in each variable, so only fp32 rounding of the forward
+  // limits them.
+  const double h = 1e-2;
+  const std::vector<double> fd_inp = finite_differences(
+      [&](const std::vector<double>& v) { return loss(v, weight, bias); }, inp, h);
+  const std::vector<double> fd_w = finite_differences(
+      [&](const std::vector<double>& v) { return loss(inp, v, bias); }, weight, h);
+  const std::vector<double> fd_bias = finite_differences(
+      [&](const std::vector<double>& v) { return loss(inp, weight, v); }, bias, h);
 
   // Analytic gradients, each added onto a nonzero starting value.
-  const std::vector<float> start_inp = random_values(m * c, 21),
-                           start_w = random_values(oc * c, 22), start_b = random_values(oc, 23);
+  const std::vector<double> start_inp = random_values(m * c, 21),
+                            start_w = random_values(oc * c, 22), start_b = random_values(oc, 23);
   Tensor gt = make_tensor(*backend, {m, oc}, DType::kF32, g);
   Tensor x = make_tensor(*backend, {m, c}, DType::kF32, inp);
   Tensor w = make_tensor(*backend, {oc, c}, DType::kF32, weight);
@@ -357,16 +334,16 @@ TEST(CpuMatmulGradients, LinearLayerMatchesFiniteDifferences) {
   backend->bias_backward(dbias, gt);
 
   const double tol = 1e-3;
-  const auto dinp_v = read_values(*backend, dinp), dw_v = read_values(*backend, dw),
-             dbias_v = read_values(*backend, dbias);
+  const auto dinp_v = values_of(*backend, dinp), dw_v = values_of(*backend, dw),
+             dbias_v = values_of(*backend, dbias);
   for (size_t i = 0; i < inp.size(); ++i) {
-    EXPECT_NEAR(dinp_v[i] - start_inp[i], finite_difference(inp, i), tol) << "dinp " << i;
+    EXPECT_NEAR(dinp_v[i] - start_inp[i], fd_inp[i], tol) << "dinp " << i;
   }
   for (size_t i = 0; i < weight.size(); ++i) {
-    EXPECT_NEAR(dw_v[i] - start_w[i], finite_difference(weight, i), tol) << "dW " << i;
+    EXPECT_NEAR(dw_v[i] - start_w[i], fd_w[i], tol) << "dW " << i;
   }
   for (size_t i = 0; i < bias.size(); ++i) {
-    EXPECT_NEAR(dbias_v[i] - start_b[i], finite_difference(bias, i), tol) << "dbias " << i;
+    EXPECT_NEAR(dbias_v[i] - start_b[i], fd_bias[i], tol) << "dbias " << i;
   }
 }
 
@@ -379,14 +356,14 @@ TEST(CpuBiasBackward, AddsColumnSumsInEveryDtype) {
       Tensor dout =
           make_tensor(*backend, {batch, seq, n}, dout_type, random_values(batch * seq * n, 31));
       Tensor dbias = make_tensor(*backend, {n}, dbias_type, random_values(n, 32));
-      const std::vector<double> d = read_values(*backend, dout);
-      std::vector<double> expected = read_values(*backend, dbias);
+      const std::vector<double> d = values_of(*backend, dout);
+      std::vector<double> expected = values_of(*backend, dbias);
       for (int64_t r = 0; r < batch * seq; ++r) {
         for (int64_t j = 0; j < n; ++j) expected[j] += d[r * n + j];
       }
       backend->bias_backward(dbias, dout);
-      const std::vector<double> got = read_values(*backend, dbias);
-      const double allowed = tolerance(dbias_type) * max_abs(expected);
+      const std::vector<double> got = values_of(*backend, dbias);
+      const double allowed = gemm_tolerance(dbias_type) * max_abs(expected);
       for (int64_t j = 0; j < n; ++j) EXPECT_NEAR(got[j], expected[j], allowed) << "column " << j;
     }
   }
@@ -397,47 +374,62 @@ TEST(CpuMatmulErrors, BadShapesAndDtypesThrowInvalidArgument) {
   auto t = [&](Shape shape, DType dtype = DType::kF32) {
     return backend->empty(shape, dtype, MemoryCategory::kActivations);
   };
-  auto expect_invalid = [](auto&& call, const std::string& mentions) {
-    try {
-      call();
-      ADD_FAILURE() << "no exception; expected one mentioning " << mentions;
-    } catch (const EngineError& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-      EXPECT_NE(std::string(e.what()).find(mentions), std::string::npos) << e.what();
-    }
-  };
   Tensor a = t({4, 3}), b = t({3, 5}), c = t({4, 5});
-  expect_invalid([&] { backend->matmul(c, a, t({4, 5}), {}); }, "matmul: inner dimensions");
-  expect_invalid([&] { backend->matmul(c, a, t({3, 5}, DType::kBF16), {}); }, "share one dtype");
-  expect_invalid([&] { backend->matmul(t({5, 5}), a, b, {}); }, "matmul: op(a)");
-  expect_invalid([&] { backend->matmul(t({4, 6}), a, b, {}); }, "matmul: op(b)");
-  expect_invalid(
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        backend->matmul(c, a, t({4, 5}), {});
+      },
+      {"matmul: inner dimensions"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        backend->matmul(c, a, t({3, 5}, DType::kBF16), {});
+      },
+      {"share one dtype"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        backend->matmul(t({5, 5}), a, b, {});
+      },
+      {"matmul: op(a)"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        backend->matmul(t({4, 6}), a, b, {});
+      },
+      {"matmul: op(b)"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->matmul(c, t({4, 3}, DType::kI32), t({3, 5}, DType::kI32), {});
       },
-      "int32(4, 3)");
-  expect_invalid([&] { backend->matmul(t({20}), a, b, {}); }, "must be 2-D");
-  expect_invalid([&] { backend->matmul(t({2, 4, 5}), a, b, {}); }, "must all be 2-D or all 3-D");
-  expect_invalid(
+      {"int32(4, 3)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { backend->matmul(t({20}), a, b, {}); }, {"must be 2-D"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        backend->matmul(t({2, 4, 5}), a, b, {});
+      },
+      {"must all be 2-D or all 3-D"}));
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->matmul(t({2, 4, 5}), t({2, 4, 3}), t({3, 3, 5}), {});
       },
-      "batch sizes differ");
-  expect_invalid([&] { backend->matmul(a, a, t({3, 3}), {}); }, "overlaps");
+      {"batch sizes differ"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { backend->matmul(a, a, t({3, 3}), {}); }, {"overlaps"}));
   Tensor wrong_bias = t({4});
   MatmulOptions with_bias;
   with_bias.bias = &wrong_bias;
-  expect_invalid([&] { backend->matmul(c, a, b, with_bias); }, "bias fp32(4)");
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { backend->matmul(c, a, b, with_bias); }, {"bias fp32(4)"}));
   Tensor fp16_bias = t({5}, DType::kF16);
   with_bias.bias = &fp16_bias;
-  expect_invalid(
+  EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->matmul(t({4, 5}, DType::kBF16), a, b, with_bias);
       },
-      "fp32 or c's dtype");
-  expect_invalid([&] { backend->bias_backward(t({4}), c); }, "bias_backward: dbias fp32(4)");
-  expect_invalid([&] { backend->bias_backward(t({5}, DType::kI32), c); }, "int32");
+      {"fp32 or c's dtype"}));
+  EXPECT_TRUE(throws_invalid_argument([&] { backend->bias_backward(t({4}), c); },
+                                      {"bias_backward: dbias fp32(4)"}));
+  EXPECT_TRUE(
+      throws_invalid_argument([&] { backend->bias_backward(t({5}, DType::kI32), c); }, {"int32"}));
 }
 
 }  // namespace
-}  // namespace mixtrain
+}  // namespace mixtrain::backend_test

@@ -16,16 +16,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "cpu_ops_test_util.h"
+#include "backend_test_util.h"
 
-namespace mixtrain {
+namespace mixtrain::backend_test {
 namespace {
-
-using op_test::make_tensor;
-using op_test::random_values;
-using op_test::throws_invalid_argument;
-using op_test::values_of;
-using op_test::with_threads;
 
 const double kInf = std::numeric_limits<double>::infinity();
 const double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -161,4 +155,4 @@ TEST(CpuMixedPrecision, NonFloatTensorsThrowNamingTheirPlace) {
 }
 
 }  // namespace
-}  // namespace mixtrain
+}  // namespace mixtrain::backend_test

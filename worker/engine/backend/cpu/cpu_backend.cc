@@ -1,9 +1,11 @@
 // Why: the CPU backend's memory, copies and (trivial) stream ordering.
 #include "backend/cpu/cpu_backend.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <cstring>
-#include <new>
+#include <mutex>
 
 #include "backend/cpu/cpu_gemm.h"
 
@@ -13,6 +15,18 @@ namespace {
 // Two heaps from the same malloc; the pool only decides where it is counted.
 class CpuAllocator final : public Allocator {
  public:
+  CpuAllocator() {
+    // Ops allocate and free megabyte workspaces every call. glibc would
+    // serve those with fresh mmaps and hand them back at once, so every
+    // call page-faults its workspace in again (thousands of faults per
+    // GEMM). Keeping blocks up to 32 MiB on the heap lets malloc reuse them.
+    static std::once_flag once;
+    std::call_once(once, [] {
+      mallopt(M_MMAP_THRESHOLD, 32 << 20);
+      mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    });
+  }
+
   void* allocate(size_t bytes, MemoryPool pool) override {
     (void)pool;
     // aligned_alloc needs a size that is a multiple of the alignment.

@@ -1,8 +1,17 @@
-// Why: the CPU op tests all compare an op with a plain double-precision
-// reference written in the test. They share what is here: tensors made from
-// and read back as doubles in any float dtype (the reference then starts
-// from the values as stored, so input rounding is never counted as error),
-// random data, central finite differences, and the tolerance table.
+// Why: every backend test compares an op's result with a double-precision
+// reference written in the test (or, in the parity test, with the CPU
+// backend). They share what is here: random data, tensors made from and read
+// back as doubles in any float dtype (the reference then starts from the
+// values as stored, so input rounding is never counted as error), the two
+// ways of comparing results, central finite differences, and the checks of
+// argument errors. The tests live in namespace backend_test, so they use
+// these helpers unqualified.
+//
+// tolerance() below is the table of the element-wise op tests (adamw, cross
+// entropy, elementwise, embedding, gelu, layernorm), used with all_close.
+// The GEMM, attention and parity tests measure other errors (long fp32 sums,
+// chained roundings, two implementations against each other) and keep their
+// own tables, with their reasons, at the top of their files.
 //
 // Tolerances, by the dtype of the tensor compared, relative to the values'
 // scale: |got - want| <= tol * (|want| + rms(want)). The rms term keeps
@@ -32,15 +41,20 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 
-namespace mixtrain::op_test {
+namespace mixtrain::backend_test {
 
+// The dtypes ops compute in.
 inline constexpr DType kFloatTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+// Every float storage format, fp8 included (cast reads and writes them all).
+inline constexpr DType kAllFloatFormats[] = {DType::kF32, DType::kBF16, DType::kF16,
+                                             DType::kFP8E4M3, DType::kFP8E5M2};
 
 inline constexpr double kFiniteDifferenceTol = 1e-6;
 inline constexpr double kFp32VsFiniteDifferenceTol = 1e-4;
@@ -57,11 +71,12 @@ inline double tolerance(DType dtype) {
   return 0.0;
 }
 
-// n values drawn uniformly from [lo, hi), reproducibly from `seed`.
-inline std::vector<double> random_values(size_t n, uint32_t seed, double lo = -1.0,
-                                         double hi = 1.0) {
+// n fp32 values drawn uniformly from [lo, hi), reproducibly from `seed`,
+// as doubles: an fp32 tensor holds them exactly.
+inline std::vector<double> random_values(size_t n, uint32_t seed, float lo = -1.0f,
+                                         float hi = 1.0f) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
+  std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<double> v(n);
   for (double& x : v) x = dist(rng);
   return v;
@@ -70,8 +85,9 @@ inline std::vector<double> random_values(size_t n, uint32_t seed, double lo = -1
 // A float tensor of `dtype` holding `values`, each rounded to fp32 and
 // then to dtype with the engine's scalar conversions (float16.h).
 inline Tensor make_tensor(Backend& backend, const Shape& shape, DType dtype,
-                          const std::vector<double>& values) {
-  Tensor t = backend.empty(shape, dtype, MemoryCategory::kActivations);
+                          const std::vector<double>& values,
+                          MemoryCategory category = MemoryCategory::kActivations) {
+  Tensor t = backend.empty(shape, dtype, category);
   EXPECT_EQ(t.numel(), static_cast<int64_t>(values.size())) << t.describe();
   dispatch_float(dtype, "make_tensor", [&](auto tag) {
     using T = decltype(tag);
@@ -139,6 +155,37 @@ inline ::testing::AssertionResult all_close(const std::vector<double>& got,
          << ")";
 }
 
+// Largest |x| (at least 1e-30 so it can divide).
+inline double max_abs(const std::vector<double>& values) {
+  double m = 1e-30;
+  for (double v : values) m = std::max(m, std::abs(v));
+  return m;
+}
+
+// The largest |got - want| is at most `allowed`; a non-finite got counts as
+// infinitely far off. The failure names the worst element.
+inline ::testing::AssertionResult max_error_within(const std::vector<double>& got,
+                                                   const std::vector<double>& want,
+                                                   double allowed) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << "size " << got.size() << " != expected " << want.size();
+  }
+  double worst = 0.0;
+  size_t worst_index = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double error = std::isfinite(got[i]) ? std::abs(got[i] - want[i])
+                                               : std::numeric_limits<double>::infinity();
+    if (error > worst) {
+      worst = error;
+      worst_index = i;
+    }
+  }
+  if (worst <= allowed) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "element " << worst_index << ": got " << got[worst_index] << ", expected "
+         << want[worst_index] << " (error " << worst << " > allowed " << allowed << ")";
+}
+
 // Central finite differences of the scalar function f at x:
 // (f(x + h_i e_i) - f(x - h_i e_i)) / (2 h_i) with h_i = h * max(1, |x_i|).
 inline std::vector<double> finite_differences(
@@ -197,4 +244,4 @@ void with_threads(int threads, F&& f) {
   omp_set_num_threads(saved);
 }
 
-}  // namespace mixtrain::op_test
+}  // namespace mixtrain::backend_test

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Why: `make bench` runs every benchmark of the build in one go, each
+# printing its own table next to its peer (raw oneDNN for GEMMs, the scalar
+# loop for conversions), so README's figures are one command away.
+#
+#   bench/run_all.sh [BUILD_DIR]     (default build)
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+
+echo "== machine: $("$build/client/mixtrain" env 2>/dev/null | sed -n 's/^cpu features *//p') ($(nproc) cores)"
+echo
+echo "== GEMM: Backend::matmul vs raw oneDNN (GFLOP/s)"
+"$build/bench/gemm_bench"
+if [ -x "$build/bench/convert_bench" ]; then
+  echo
+  echo "== bulk conversion throughput (bytes read + written per second)"
+  "$build/bench/convert_bench" --benchmark_min_time=0.3
+fi
