@@ -1,0 +1,114 @@
+// Why: a bad precision setting must be rejected before training with the
+// job-spec key in the message, and the string forms must round-trip, since
+// the job spec parser relies on both.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "amp/loss_scaler_config.h"
+#include "common/error.h"
+
+namespace mixtrain {
+namespace {
+
+// Runs validate() and returns the error message ("" when it passed).
+std::string validation_error(const LossScalerConfig& config) {
+  try {
+    config.validate();
+  } catch (const EngineError& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    return error.what();
+  }
+  return "";
+}
+
+TEST(LossScalerConfigTest, DefaultsAreGradScalersAndValid) {
+  const LossScalerConfig config;
+  EXPECT_EQ(config.mode, LossScaleMode::kDynamic);
+  EXPECT_EQ(config.init_scale, 65536.0f);
+  EXPECT_EQ(config.growth_factor, 2.0f);
+  EXPECT_EQ(config.backoff_factor, 0.5f);
+  EXPECT_EQ(config.growth_interval, 2000);
+  EXPECT_EQ(config.hysteresis, 1);
+  EXPECT_EQ(config.min_scale, 1.0f);
+  EXPECT_EQ(config.on_min_scale, OnMinScale::kFail);
+  EXPECT_EQ(validation_error(config), "");
+}
+
+struct BadField {
+  const char* key;
+  std::function<void(LossScalerConfig&)> spoil;
+};
+
+TEST(LossScalerConfigTest, EachBadFieldIsNamed) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const BadField cases[] = {
+      {"precision.growth_factor", [](LossScalerConfig& c) { c.growth_factor = 1.0f; }},
+      {"precision.growth_factor", [](LossScalerConfig& c) { c.growth_factor = 0.5f; }},
+      {"precision.growth_factor", [=](LossScalerConfig& c) { c.growth_factor = inf; }},
+      {"precision.growth_factor", [=](LossScalerConfig& c) { c.growth_factor = nan; }},
+      {"precision.backoff_factor", [](LossScalerConfig& c) { c.backoff_factor = 1.0f; }},
+      {"precision.backoff_factor", [](LossScalerConfig& c) { c.backoff_factor = 0.0f; }},
+      {"precision.backoff_factor", [](LossScalerConfig& c) { c.backoff_factor = 2.0f; }},
+      {"precision.backoff_factor", [=](LossScalerConfig& c) { c.backoff_factor = nan; }},
+      {"precision.growth_interval", [](LossScalerConfig& c) { c.growth_interval = 0; }},
+      {"precision.hysteresis", [](LossScalerConfig& c) { c.hysteresis = 0; }},
+      {"precision.min_scale", [](LossScalerConfig& c) { c.min_scale = 0.0f; }},
+      {"precision.min_scale", [](LossScalerConfig& c) { c.min_scale = -1.0f; }},
+      {"precision.min_scale", [=](LossScalerConfig& c) { c.min_scale = inf; }},
+      {"precision.init_scale", [=](LossScalerConfig& c) { c.init_scale = inf; }},
+      {"precision.init_scale", [=](LossScalerConfig& c) { c.init_scale = nan; }},
+      {"precision.init_scale", [](LossScalerConfig& c) {
+         c.init_scale = 2.0f;
+         c.min_scale = 4.0f;
+       }},
+  };
+  for (const BadField& bad : cases) {
+    LossScalerConfig config;
+    bad.spoil(config);
+    const std::string message = validation_error(config);
+    EXPECT_NE(message.find(bad.key), std::string::npos) << "message: " << message;
+  }
+}
+
+TEST(LossScalerConfigTest, InitScaleEqualToMinScaleIsValid) {
+  LossScalerConfig config;
+  config.init_scale = 1.0f;
+  config.min_scale = 1.0f;
+  EXPECT_EQ(validation_error(config), "");
+}
+
+TEST(LossScalerConfigTest, DefaultModeIsDynamicOnlyForFp16) {
+  EXPECT_EQ(default_loss_scale_mode(DType::kF16), LossScaleMode::kDynamic);
+  EXPECT_EQ(default_loss_scale_mode(DType::kBF16), LossScaleMode::kNone);
+  EXPECT_EQ(default_loss_scale_mode(DType::kF32), LossScaleMode::kNone);
+}
+
+TEST(LossScalerConfigTest, NamesRoundTrip) {
+  for (LossScaleMode mode : {LossScaleMode::kDynamic, LossScaleMode::kStatic, LossScaleMode::kNone}) {
+    EXPECT_EQ(parse_loss_scale_mode(loss_scale_mode_name(mode)), mode);
+  }
+  EXPECT_STREQ(loss_scale_mode_name(LossScaleMode::kStatic), "static");
+  for (OnMinScale action : {OnMinScale::kFail, OnMinScale::kContinue}) {
+    EXPECT_EQ(parse_on_min_scale(on_min_scale_name(action)), action);
+  }
+  EXPECT_STREQ(on_min_scale_name(OnMinScale::kContinue), "continue");
+}
+
+TEST(LossScalerConfigTest, UnknownNamesAreRejectedWithTheKey) {
+  try {
+    parse_loss_scale_mode("dynamc");
+    FAIL() << "no error";
+  } catch (const EngineError& error) {
+    EXPECT_NE(std::string(error.what()).find("precision.loss_scale"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("dynamc"), std::string::npos);
+  }
+  EXPECT_THROW(parse_on_min_scale("ignore"), EngineError);
+}
+
+}  // namespace
+}  // namespace mixtrain

@@ -1,0 +1,320 @@
+// Why: a resumed run is only as good as the checkpoint it resumes from, so
+// these tests damage checkpoints the ways crashes and disks do (truncation,
+// a flipped byte, a missing manifest, a dead writer's temporary directory)
+// and check each is refused or ignored, and that retention keeps the newest.
+#include "checkpoint/checkpoint_store.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "checkpoint/crc32c.h"
+#include "checkpoint/manifest.h"
+#include "common/error.h"
+#include "temp_dir.h"
+
+namespace mixtrain {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing_support::TempDir;
+
+// The trainer-side data of one checkpoint, owning the tensor bytes.
+struct TrainerData {
+  std::vector<float> master;
+  std::vector<float> moment;
+  std::vector<uint16_t> bf16_params;
+  std::vector<int32_t> rng;
+
+  explicit TrainerData(int64_t step) {
+    for (int i = 0; i < 1000; ++i) master.push_back(0.001f * float(i) + float(step));
+    for (int i = 0; i < 1000; ++i) moment.push_back(-1e-7f * float(i * i) - float(step));
+    for (int i = 0; i < 64; ++i) bf16_params.push_back(uint16_t(0x3f80 + i + step));
+    rng = {int32_t(step), 7, -3};
+  }
+
+  CheckpointFiles files() const {
+    return {{"model.safetensors",
+             {{{"wte.master", DType::kF32, {10, 100}}, master.data()},
+              {{"wte.bf16", DType::kBF16, {64}}, bf16_params.data()}}},
+            {"optimizer.safetensors",
+             {{{"wte.exp_avg", DType::kF32, {1000}}, moment.data()},
+              {{"rng", DType::kI32, {3}}, rng.data()}}}};
+  }
+};
+
+Json trainer_state(int64_t step) {
+  Json state = Json::object();
+  state.set("loss_scale", Json(65536.0));
+  state.set("sampler", Json::parse(R"({"epoch":2,"position":12345})"));
+  state.set("step", Json(step));
+  return state;
+}
+
+fs::path save_step(const fs::path& dir, int64_t step) {
+  const TrainerData data(step);
+  return save_checkpoint(dir, step, data.files(), trainer_state(step));
+}
+
+// The message with which load_checkpoint(path) is refused ("" if loaded).
+std::string load_error(const fs::path& path) {
+  try {
+    load_checkpoint(path);
+  } catch (const EngineError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+std::vector<int64_t> listed_steps(const fs::path& dir) {
+  std::vector<int64_t> steps;
+  for (const CheckpointInfo& info : list_checkpoints(dir)) steps.push_back(info.step);
+  return steps;
+}
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A process id that is certainly not running: a child that has exited and
+// been reaped.
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+TEST(Crc32cTest, MatchesKnownVectors) {
+  const std::string digits = "123456789";
+  EXPECT_EQ(crc32c(std::as_bytes(std::span(digits))), 0xE3069283u);
+  EXPECT_EQ(crc32c({}), 0u);
+  const std::vector<std::byte> zeros(32, std::byte{0});
+  EXPECT_EQ(crc32c(zeros), 0x8A9136AAu);  // RFC 3720 B.4: 32 bytes of zeros
+  const std::vector<std::byte> ones(32, std::byte{0xFF});
+  EXPECT_EQ(crc32c(ones), 0x62A8AB43u);  // RFC 3720 B.4: 32 bytes of 0xFF
+  // Extending in pieces equals one pass, whatever the split.
+  const auto bytes = std::as_bytes(std::span(digits));
+  for (size_t split = 0; split <= bytes.size(); ++split) {
+    EXPECT_EQ(crc32c_extend(crc32c(bytes.first(split)), bytes.subspan(split)), 0xE3069283u);
+  }
+}
+
+TEST(CheckpointStoreTest, SaveThenLoadIsBitExact) {
+  TempDir dir;
+  const TrainerData data(500);
+  const fs::path path = save_checkpoint(dir.path(), 500, data.files(), trainer_state(500));
+  EXPECT_EQ(path, dir.path() / "step_00000500");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"step_00000500"});  // no temporaries
+  EXPECT_EQ(entries(path), (std::vector<std::string>{"manifest.json", "model.safetensors",
+                                                     "optimizer.safetensors"}));
+
+  const LoadedCheckpoint loaded = load_checkpoint(path);
+  EXPECT_EQ(loaded.step, 500);
+  EXPECT_EQ(loaded.state, trainer_state(500));
+  const auto master = loaded.file("model.safetensors").bytes("wte.master");
+  ASSERT_EQ(master.size(), data.master.size() * sizeof(float));
+  EXPECT_EQ(std::memcmp(master.data(), data.master.data(), master.size()), 0);
+  const auto bf16 = loaded.file("model.safetensors").bytes("wte.bf16");
+  EXPECT_EQ(std::memcmp(bf16.data(), data.bf16_params.data(), bf16.size()), 0);
+  const auto moment = loaded.file("optimizer.safetensors").bytes("wte.exp_avg");
+  EXPECT_EQ(std::memcmp(moment.data(), data.moment.data(), moment.size()), 0);
+  EXPECT_EQ(loaded.file("optimizer.safetensors").find("rng")->layout.shape, Shape{3});
+  EXPECT_THROW(loaded.file("absent.safetensors"), EngineError);
+}
+
+TEST(CheckpointStoreTest, ManifestRecordsEverySizeAndChecksum) {
+  TempDir dir;
+  const fs::path path = save_step(dir.path(), 3);
+  std::ifstream in(path / "manifest.json");
+  const CheckpointManifest manifest =
+      parse_manifest(std::string(std::istreambuf_iterator<char>(in), {}));
+  EXPECT_EQ(manifest.step, 3);
+  ASSERT_EQ(manifest.files.size(), 2u);
+  for (const ManifestFile& file : manifest.files) {
+    std::ifstream data(path / file.name, std::ios::binary);
+    const std::string bytes(std::istreambuf_iterator<char>(data), {});
+    EXPECT_EQ(file.bytes, bytes.size());
+    EXPECT_EQ(file.crc32c, crc32c(std::as_bytes(std::span(bytes))));
+  }
+}
+
+TEST(CheckpointStoreTest, TruncatedDataFileIsRefused) {
+  TempDir dir;
+  const fs::path path = save_step(dir.path(), 10);
+  fs::resize_file(path / "optimizer.safetensors", fs::file_size(path / "optimizer.safetensors") - 4);
+  const std::string message = load_error(path);
+  EXPECT_THAT(message, HasSubstr("file optimizer.safetensors has"));
+  EXPECT_THAT(message, HasSubstr("(truncated or replaced)"));
+  EXPECT_TRUE(list_checkpoints(dir.path()).empty());  // sizes no longer match
+}
+
+TEST(CheckpointStoreTest, FlippedByteIsRefusedByChecksum) {
+  TempDir dir;
+  const fs::path path = save_step(dir.path(), 10);
+  const fs::path model = path / "model.safetensors";
+  {
+    std::fstream file(model, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(-100, std::ios::end);
+    const char original = static_cast<char>(file.get());
+    file.seekp(-100, std::ios::end);
+    file.put(static_cast<char>(original ^ 0x10));
+  }
+  const std::string message = load_error(path);
+  EXPECT_THAT(message, HasSubstr("checkpoint " + path.string() + ": file model.safetensors"));
+  EXPECT_THAT(message, HasSubstr("(corrupt)"));
+}
+
+TEST(CheckpointStoreTest, MissingDataFileIsRefused) {
+  TempDir dir;
+  const fs::path path = save_step(dir.path(), 10);
+  fs::remove(path / "model.safetensors");
+  EXPECT_THAT(load_error(path), HasSubstr("model.safetensors"));
+  EXPECT_TRUE(list_checkpoints(dir.path()).empty());
+}
+
+TEST(CheckpointStoreTest, CheckpointWithoutValidManifestIsIgnored) {
+  TempDir dir;
+  save_step(dir.path(), 100);
+  const fs::path newer = save_step(dir.path(), 200);
+  const fs::path newest = save_step(dir.path(), 300);
+  fs::remove(newest / "manifest.json");
+  std::ofstream(newer / "manifest.json", std::ios::trunc) << "{\"format\":";
+  EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{100});
+  EXPECT_EQ(latest_checkpoint(dir.path())->step, 100);
+  EXPECT_THAT(load_error(newest), HasSubstr("manifest.json"));
+  EXPECT_THAT(load_error(newer), HasSubstr("JSON parse error"));
+}
+
+TEST(CheckpointStoreTest, ListIgnoresForeignNamesAndMismatchedSteps) {
+  TempDir dir;
+  const fs::path saved = save_step(dir.path(), 7);
+  fs::create_directory(dir.path() / "step_7");   // not the canonical name
+  fs::create_directory(dir.path() / "notes");
+  std::ofstream(dir.path() / "step_00000008") << "a file, not a directory";
+  fs::copy(saved, dir.path() / "step_00000009");  // manifest says step 7
+  EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{7});
+  EXPECT_TRUE(list_checkpoints(dir.path() / "absent").empty());
+  EXPECT_FALSE(latest_checkpoint(dir.path() / "absent").has_value());
+}
+
+TEST(CheckpointStoreTest, ListAndLatestOrderByStep) {
+  TempDir dir;
+  for (int64_t step : {2000, 500, 100000000, 1500}) save_step(dir.path(), step);
+  EXPECT_EQ(listed_steps(dir.path()), (std::vector<int64_t>{500, 1500, 2000, 100000000}));
+  EXPECT_EQ(latest_checkpoint(dir.path())->path, dir.path() / "step_100000000");
+}
+
+TEST(CheckpointStoreTest, TemporaryDirectoryIsIgnoredAndStaleOnesCleaned) {
+  TempDir dir;
+  save_step(dir.path(), 100);
+  // A crashed writer's half-written checkpoint: complete-looking content,
+  // but never renamed.
+  const fs::path stale = dir.path() / ("step_00000200.tmp-" + std::to_string(dead_pid()));
+  fs::copy(dir.path() / "step_00000100", stale);
+  // A writer that is still running (our parent process) is left alone.
+  const fs::path live = dir.path() / ("step_00000300.tmp-" + std::to_string(::getppid()));
+  fs::create_directory(live);
+  EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{100});
+
+  const std::vector<fs::path> removed = retain_checkpoints(dir.path(), 3);
+  EXPECT_EQ(removed, std::vector<fs::path>{stale});
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+}
+
+TEST(CheckpointStoreTest, RetentionKeepsTheNewestK) {
+  TempDir dir;
+  for (int64_t step : {100, 200, 300, 400, 500}) save_step(dir.path(), step);
+  fs::create_directory(dir.path() / "step_00000050");  // no manifest: left alone
+  const std::vector<fs::path> removed = retain_checkpoints(dir.path(), 2);
+  EXPECT_EQ(removed, (std::vector<fs::path>{dir.path() / "step_00000100",
+                                            dir.path() / "step_00000200",
+                                            dir.path() / "step_00000300"}));
+  EXPECT_EQ(listed_steps(dir.path()), (std::vector<int64_t>{400, 500}));
+  EXPECT_EQ(entries(dir.path()),
+            (std::vector<std::string>{"step_00000050", "step_00000400", "step_00000500"}));
+  EXPECT_TRUE(retain_checkpoints(dir.path(), 2).empty());
+  EXPECT_THROW(retain_checkpoints(dir.path(), 0), EngineError);
+}
+
+TEST(CheckpointStoreTest, FailedSaveLeavesNoCheckpointAndNoTemporary) {
+  TempDir dir;
+  const TrainerData data(1);
+  CheckpointFiles files = data.files();
+  // The second file fails mid-write, after the first was written.
+  files["zz.safetensors"] = {{{"broken", DType::kF32, {4}}, nullptr}};
+  EXPECT_THAT([&] { save_checkpoint(dir.path(), 1, files, trainer_state(1)); },
+              ::testing::ThrowsMessage<EngineError>(HasSubstr("tensor \"broken\" has no data")));
+  EXPECT_TRUE(entries(dir.path()).empty());
+  EXPECT_FALSE(latest_checkpoint(dir.path()).has_value());
+}
+
+TEST(CheckpointStoreTest, SaveRefusesBadArguments) {
+  TempDir dir;
+  const TrainerData data(1);
+  save_checkpoint(dir.path(), 1, data.files(), trainer_state(1));
+  EXPECT_THAT([&] { save_checkpoint(dir.path(), 1, data.files(), trainer_state(1)); },
+              ::testing::ThrowsMessage<EngineError>(HasSubstr("already exists")));
+  EXPECT_THROW(save_checkpoint(dir.path(), -1, data.files(), trainer_state(1)), EngineError);
+  EXPECT_THROW(save_checkpoint(dir.path(), 2, data.files(), Json::array()), EngineError);
+  for (const char* name : {"../escape.safetensors", "manifest.json", ".hidden.safetensors",
+                           "model.bin", "a b.safetensors"}) {
+    CheckpointFiles files = {{name, {}}};
+    EXPECT_THROW(save_checkpoint(dir.path(), 3, files, trainer_state(3)), EngineError) << name;
+  }
+  EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{1});
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"step_00000001"});
+}
+
+TEST(CheckpointStoreTest, StateOnlyCheckpointRoundTrips) {
+  TempDir dir;
+  const fs::path path = save_checkpoint(dir.path() / "nested" / "dir", 0, {}, trainer_state(0));
+  const LoadedCheckpoint loaded = load_checkpoint(path);
+  EXPECT_EQ(loaded.step, 0);
+  EXPECT_TRUE(loaded.files.empty());
+  EXPECT_EQ(loaded.state, trainer_state(0));
+}
+
+TEST(ManifestTest, RefusesMalformedManifests) {
+  const std::string valid =
+      R"({"format":"mixtrain-checkpoint","version":1,"step":5,"checksum":"crc32c",)"
+      R"("files":[{"name":"a.safetensors","bytes":10,"crc32c":"0000abcd"}],"state":{}})";
+  EXPECT_EQ(parse_manifest(valid).files.at(0).crc32c, 0xabcdu);
+  auto refused = [&](const std::string& from, const std::string& to) {
+    std::string text = valid;
+    text.replace(text.find(from), from.size(), to);
+    try {
+      parse_manifest(text);
+    } catch (const EngineError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_THAT(refused("\"version\":1", "\"version\":2"), HasSubstr("unsupported version 2"));
+  EXPECT_THAT(refused("mixtrain-checkpoint", "other"), HasSubstr("\"format\""));
+  EXPECT_THAT(refused("\"step\":5", "\"step\":-5"), HasSubstr("negative step"));
+  EXPECT_THAT(refused("\"step\":5", "\"step\":\"5\""), HasSubstr("\"step\" is string"));
+  EXPECT_THAT(refused("0000abcd", "abcd"), HasSubstr("not 8 hex digits"));
+  EXPECT_THAT(refused("0000abcd", "0000abcx"), HasSubstr("not 8 hex digits"));
+  EXPECT_THAT(refused("a.safetensors", "../a.safetensors"), HasSubstr("invalid file name"));
+  EXPECT_THAT(refused("\"bytes\":10", "\"bytes\":-1"), HasSubstr("negative size"));
+  EXPECT_THAT(refused("\"state\":{}", "\"state\":[]"), HasSubstr("\"state\" is array"));
+  EXPECT_THAT(refused(R"("crc32c","files")", R"("xxh64","files")"), HasSubstr("checksum"));
+  EXPECT_THAT(refused("}],", R"(},{"name":"a.safetensors","bytes":1,"crc32c":"00000000"}],)"),
+              HasSubstr("listed twice"));
+}
+
+}  // namespace
+}  // namespace mixtrain

@@ -1,0 +1,57 @@
+// Why: the README demo and the DESIGN example must always parse and
+// validate; a schema change that breaks them has to fail here first.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "job_spec_yaml.h"
+
+namespace mixtrain::cli {
+namespace {
+
+const std::filesystem::path kSourceDir = MIXTRAIN_SOURCE_DIR;
+
+std::string describe(const JobSpecResult& result) {
+  std::string out;
+  for (const JobSpecError& error : result.errors) out += error.to_string() + "\n";
+  return out;
+}
+
+TEST(ExampleSpecs, DemoIsASmallTwoWorkerBf16ZeroJob) {
+  JobSpecOptions options;
+  options.check_files = true;  // builtin data: nothing on disk needed
+  options.base_dir = kSourceDir;
+  const JobSpecResult result = load_job_spec_file(kSourceDir / "examples/demo.yaml", options);
+  ASSERT_TRUE(result.ok()) << describe(result);
+  const config::JobSpec& spec = *result.spec;
+  EXPECT_EQ(spec.name, "demo");
+  EXPECT_EQ(spec.data.train, config::kBuiltinDemoData);
+  EXPECT_DOUBLE_EQ(config::effective_val_fraction(spec.data), 0.1);
+  EXPECT_EQ(spec.precision.compute, DType::kBF16);
+  EXPECT_EQ(spec.zero.stage, 1);
+  EXPECT_EQ(spec.resources.workers, 2);
+  EXPECT_EQ(spec.checkpoint.every, 100);
+  EXPECT_LE(spec.train.steps, 1000);
+  EXPECT_LE(spec.model.dim, 256);
+}
+
+TEST(ExampleSpecs, ShakespeareCharMatchesTheDesignModel) {
+  const std::filesystem::path data = kSourceDir / "../shared/data/tinyshakespeare.txt";
+  JobSpecOptions options;
+  options.check_files = std::filesystem::exists(data);
+  options.base_dir = kSourceDir;
+  const JobSpecResult result =
+      load_job_spec_file(kSourceDir / "examples/shakespeare-char.yaml", options);
+  ASSERT_TRUE(result.ok()) << describe(result);
+  const config::JobSpec& spec = *result.spec;
+  EXPECT_EQ(spec.name, "shakespeare-char");
+  EXPECT_EQ(spec.model.layers, 6);
+  EXPECT_EQ(spec.model.heads, 6);
+  EXPECT_EQ(spec.model.dim, 384);
+  EXPECT_EQ(spec.model.seq_len, 256);
+  EXPECT_EQ(spec.data.format, config::DataFormat::kText);
+  if (!options.check_files) GTEST_SKIP() << "no " << data << ": file checks skipped";
+}
+
+}  // namespace
+}  // namespace mixtrain::cli

@@ -1,0 +1,141 @@
+// Why: a well-formed job spec must come through the YAML reader exactly as
+// written, with DESIGN.md §4 defaults for every key left out.
+#include "job_spec_yaml.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace mixtrain::cli {
+namespace {
+
+using config::JobSpec;
+
+std::string describe(const JobSpecResult& result) {
+  std::string out;
+  for (const JobSpecError& error : result.errors) out += error.to_string() + "\n";
+  return out;
+}
+
+TEST(ParseJobSpec, MinimalSpecGetsDesignDefaults) {
+  const JobSpecResult result =
+      parse_job_spec("name: tiny\ndata: {train: builtin:demo}\n", "t.yaml");
+  ASSERT_TRUE(result.ok()) << describe(result);
+  ASSERT_TRUE(result.spec.has_value());
+  JobSpec expected;
+  expected.name = "tiny";
+  expected.data.train = "builtin:demo";
+  EXPECT_EQ(*result.spec, expected);
+}
+
+TEST(ParseJobSpec, EveryKeyIsRead) {
+  const char* yaml = R"(version: 1
+name: full
+model: {arch: gpt, layers: 2, heads: 2, dim: 64, seq_len: 32, vocab: 300,
+        init_from: start.safetensors}
+data: {train: train.bin, val: val.bin, format: tokens}
+train:
+  steps: 40
+  micro_batch: 4
+  grad_accum: 2
+  lr: 3.0e-4
+  min_lr: 3e-5
+  warmup_steps: 5
+  weight_decay: 0.0
+  betas: [0.8, 0.99]
+  grad_clip: 0.5
+  seed: 7
+  eval_every: 10
+  eval_batches: 3
+precision:
+  compute: fp16
+  loss_scale: static
+  init_scale: 1024
+  growth_factor: 4.0
+  backoff_factor: 0.25
+  growth_interval: 100
+  hysteresis: 2
+  min_scale: 0.5
+  on_min_scale: continue
+zero: {stage: 3, offload_optimizer: cpu, offload_params: cpu, bucket_mb: 8}
+resources: {workers: 4, backend: cpu}
+checkpoint: {every: 20, keep: 1, dir: /tmp/ckpt}
+retries: {max_restarts: 0}
+)";
+  const JobSpecResult result = parse_job_spec(yaml, "full.yaml");
+  ASSERT_TRUE(result.ok()) << describe(result);
+  JobSpec expected;
+  expected.name = "full";
+  expected.model = {config::ModelArch::kGpt, 2, 2, 64, 32, 300, "start.safetensors"};
+  expected.data = {"train.bin", "val.bin", std::nullopt, config::DataFormat::kTokens};
+  expected.train = {40, 4, 2, 3.0e-4, 3e-5, 5, 0.0, {0.8, 0.99}, 0.5, 7, 10, 3};
+  expected.precision = {DType::kF16, config::LossScaleMode::kStatic, 1024, 4.0, 0.25, 100, 2,
+                        0.5,         config::OnMinScale::kContinue};
+  expected.zero = {3, config::OffloadTarget::kCpu, config::OffloadTarget::kCpu, 8};
+  expected.resources = {4, config::BackendChoice::kCpu};
+  expected.checkpoint = {20, 1, "/tmp/ckpt"};
+  expected.retries = {0};
+  EXPECT_EQ(*result.spec, expected);
+}
+
+TEST(ParseJobSpec, EmptyOptionalValueLeavesKeyUnset) {
+  const JobSpecResult result =
+      parse_job_spec("name: n\nmodel: {init_from: }\ndata: {train: builtin:demo, val: ~}\n", "t");
+  ASSERT_TRUE(result.ok()) << describe(result);
+  EXPECT_FALSE(result.spec->model.init_from.has_value());
+  EXPECT_FALSE(result.spec->data.val.has_value());
+}
+
+TEST(ParseJobSpec, SpecialFloatsParseAndAreThenRejectedByValidation) {
+  const JobSpecResult result =
+      parse_job_spec("name: n\ndata: {train: builtin:demo}\ntrain: {grad_clip: .inf}\n", "t.yaml");
+  ASSERT_EQ(result.errors.size(), 1u) << describe(result);
+  EXPECT_EQ(result.errors[0].to_string(),
+            "t.yaml:3: train.grad_clip: must be a finite number of at least 0, got inf");
+}
+
+TEST(ParseJobSpec, ReportsEveryErrorAtOnce) {
+  const char* yaml =
+      "name: n\ndata: {train: builtin:demo}\nmodel: {layrs: 2, dim: x}\n"
+      "train: {steps: 1.5}\n";
+  const JobSpecResult result = parse_job_spec(yaml, "t.yaml");
+  EXPECT_FALSE(result.spec.has_value());
+  ASSERT_EQ(result.errors.size(), 3u) << describe(result);
+  EXPECT_EQ(result.errors[0].to_string(),
+            "t.yaml:3: model: unknown key 'layrs' (did you mean 'layers'?)");
+  EXPECT_EQ(result.errors[1].key_path, "model.dim");
+  EXPECT_EQ(result.errors[2].key_path, "train.steps");
+}
+
+TEST(ParseJobSpec, MissingFilesAreReportedAtTheirKeyWhenAsked) {
+  const char* yaml = "name: n\ndata:\n  train: no-such-file.txt\n";
+  EXPECT_TRUE(parse_job_spec(yaml, "t.yaml").ok());
+  JobSpecOptions options;
+  options.check_files = true;
+  const JobSpecResult result = parse_job_spec(yaml, "t.yaml", options);
+  ASSERT_EQ(result.errors.size(), 1u) << describe(result);
+  EXPECT_EQ(result.errors[0].location, "t.yaml:3");
+  EXPECT_EQ(result.errors[0].key_path, "data.train");
+  EXPECT_NE(result.errors[0].message.find("file not found"), std::string::npos);
+}
+
+TEST(LoadJobSpecFile, ReadsAFileAndNamesItInErrors) {
+  const std::filesystem::path path =
+      std::filesystem::path(testing::TempDir()) / "mixtrain_load_job_spec_test.yaml";
+  std::ofstream(path) << "name: n\ndata: {train: builtin:demo}\nzero: {stage: 5}\n";
+  const JobSpecResult result = load_job_spec_file(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(result.errors.size(), 1u) << describe(result);
+  EXPECT_EQ(result.errors[0].to_string(),
+            path.string() + ":3: zero.stage: must be 0, 1, 2 or 3, got 5");
+}
+
+TEST(LoadJobSpecFile, MissingFileIsOneError) {
+  const JobSpecResult result = load_job_spec_file("/nonexistent/job.yaml");
+  ASSERT_EQ(result.errors.size(), 1u);
+  EXPECT_EQ(result.errors[0].to_string(), "/nonexistent/job.yaml: cannot open the job spec file");
+}
+
+}  // namespace
+}  // namespace mixtrain::cli

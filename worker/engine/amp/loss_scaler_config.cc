@@ -1,0 +1,82 @@
+// Why: validation and the string forms of the loss-scaling settings, kept
+// apart from the scaler's step logic.
+#include "amp/loss_scaler_config.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "common/error.h"
+
+namespace mixtrain {
+
+namespace {
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+void check_field(bool ok, const char* key, const char* requirement, double value) {
+  MIXTRAIN_CHECK_ARG(ok, std::string("precision.") + key + " must be " + requirement +
+                             ", got " + number(value));
+}
+
+}  // namespace
+
+void LossScalerConfig::validate() const {
+  check_field(std::isfinite(init_scale), "init_scale", "finite", init_scale);
+  check_field(std::isfinite(growth_factor) && growth_factor > 1.0f, "growth_factor",
+              "finite and > 1", growth_factor);
+  check_field(backoff_factor > 0.0f && backoff_factor < 1.0f, "backoff_factor",
+              "in (0, 1)", backoff_factor);
+  check_field(growth_interval >= 1, "growth_interval", ">= 1",
+              static_cast<double>(growth_interval));
+  check_field(hysteresis >= 1, "hysteresis", ">= 1", static_cast<double>(hysteresis));
+  check_field(std::isfinite(min_scale) && min_scale > 0.0f, "min_scale", "finite and > 0",
+              min_scale);
+  check_field(init_scale >= min_scale, "init_scale",
+              (">= precision.min_scale (" + number(min_scale) + ")").c_str(), init_scale);
+}
+
+LossScaleMode default_loss_scale_mode(DType compute) {
+  return compute == DType::kF16 ? LossScaleMode::kDynamic : LossScaleMode::kNone;
+}
+
+const char* loss_scale_mode_name(LossScaleMode mode) {
+  switch (mode) {
+    case LossScaleMode::kDynamic: return "dynamic";
+    case LossScaleMode::kStatic: return "static";
+    case LossScaleMode::kNone: return "none";
+  }
+  return "?";
+}
+
+LossScaleMode parse_loss_scale_mode(std::string_view name) {
+  for (LossScaleMode mode : {LossScaleMode::kDynamic, LossScaleMode::kStatic, LossScaleMode::kNone}) {
+    if (name == loss_scale_mode_name(mode)) return mode;
+  }
+  throw EngineError(ErrorCode::kInvalidArgument,
+                    "precision.loss_scale: unknown mode \"" + std::string(name) +
+                        "\" (expected dynamic, static or none)");
+}
+
+const char* on_min_scale_name(OnMinScale action) {
+  switch (action) {
+    case OnMinScale::kFail: return "fail";
+    case OnMinScale::kContinue: return "continue";
+  }
+  return "?";
+}
+
+OnMinScale parse_on_min_scale(std::string_view name) {
+  for (OnMinScale action : {OnMinScale::kFail, OnMinScale::kContinue}) {
+    if (name == on_min_scale_name(action)) return action;
+  }
+  throw EngineError(ErrorCode::kInvalidArgument,
+                    "precision.on_min_scale: unknown action \"" + std::string(name) +
+                        "\" (expected fail or continue)");
+}
+
+}  // namespace mixtrain

@@ -1,0 +1,23 @@
+// Why: the five numbers that fix a GPT-2's shapes, checked once where a
+// model is built so that every later shape computation can trust them.
+#pragma once
+
+#include <cstdint>
+
+namespace mixtrain {
+
+struct GptConfig {
+  int64_t layers = 0;   // transformer blocks (L)
+  int64_t heads = 0;    // attention heads per block (NH)
+  int64_t dim = 0;      // channels of the residual stream (C)
+  int64_t seq_len = 0;  // longest sequence; rows of the position embedding (T max)
+  int64_t vocab = 0;    // token ids are in [0, vocab) (V)
+
+  // Throws EngineError(kInvalidArgument) naming the first bad field: every
+  // field must be positive and `heads` must divide `dim`.
+  void validate() const;
+  // dim / heads.
+  int64_t head_size() const { return dim / heads; }
+};
+
+}  // namespace mixtrain

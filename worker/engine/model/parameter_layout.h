@@ -1,0 +1,95 @@
+// Why: GPT-2's parameters live in ONE flat buffer so that a trainer, the
+// optimizer and ZeRO can own, partition and communicate them as a single
+// range. This layout is the map of that buffer: for each parameter, in
+// Hugging Face GPT2LMHeadModel order, its HF name, its shape in our layout,
+// its offset, and what the initializer, weight decay and the exporter need
+// to know about it. The output head is tied to wte and has no entry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/tensor.h"
+#include "model/gpt_config.h"
+
+namespace mixtrain {
+
+// What a parameter is; decides its initialization and weight decay.
+enum class ParameterKind {
+  kEmbedding,                 // wte (V,C), wpe (T,C)
+  kLinearWeight,              // attn.c_attn.weight, mlp.c_fc.weight
+  kResidualProjectionWeight,  // attn.c_proj.weight, mlp.c_proj.weight
+  kLinearBias,                // every linear layer's bias
+  kLayerNormWeight,
+  kLayerNormBias,
+};
+
+// The parameters of one transformer block, in HF order.
+enum class BlockParameter {
+  kLn1Weight,
+  kLn1Bias,
+  kAttnQkvWeight,   // attn.c_attn.weight (3C,C)
+  kAttnQkvBias,     // attn.c_attn.bias (3C)
+  kAttnProjWeight,  // attn.c_proj.weight (C,C)
+  kAttnProjBias,
+  kLn2Weight,
+  kLn2Bias,
+  kMlpFcWeight,     // mlp.c_fc.weight (4C,C)
+  kMlpFcBias,       // mlp.c_fc.bias (4C)
+  kMlpProjWeight,   // mlp.c_proj.weight (C,4C)
+  kMlpProjBias,
+};
+inline constexpr int kBlockParameterCount = 12;
+
+struct ParameterInfo {
+  std::string name;       // HF name, e.g. "transformer.h.0.attn.c_attn.weight"
+  Shape shape;            // our layout: linear weights are (out, in), as llm.c
+  int64_t offset = 0;     // first element in the flat buffer
+  int64_t numel = 0;      // shape_numel(shape)
+  ParameterKind kind = ParameterKind::kLinearBias;
+  // The HF file stores this weight transposed, (in, out), because GPT-2's
+  // Conv1D computes x @ W; true for every linear weight.
+  bool transposed_in_hf = false;
+  // AdamW weight decay applies: true for 2-D weights (matmul weights and
+  // the embeddings), false for biases and LayerNorm parameters.
+  bool decay = false;
+};
+
+class ParameterLayout {
+ public:
+  // The layout of a model of `config` (validated here; throws
+  // EngineError(kInvalidArgument) naming a bad field).
+  explicit ParameterLayout(const GptConfig& config);
+
+  // Every parameter in buffer order: wte, wpe, the blocks' parameters
+  // block by block in BlockParameter order, ln_f weight, ln_f bias. They
+  // tile [0, numel()) without gaps.
+  const std::vector<ParameterInfo>& parameters() const { return parameters_; }
+  // Elements of the flat buffer: V*C + T*C + L*(12*C*C + 13*C) + 2*C.
+  int64_t numel() const { return numel_; }
+
+  const ParameterInfo& wte() const { return parameters_[0]; }
+  const ParameterInfo& wpe() const { return parameters_[1]; }
+  // Parameter `which` of block `layer` (0 <= layer < config.layers).
+  const ParameterInfo& block(int64_t layer, BlockParameter which) const;
+  const ParameterInfo& lnf_weight() const { return parameters_[parameters_.size() - 2]; }
+  const ParameterInfo& lnf_bias() const { return parameters_.back(); }
+  // The parameter with HF name `name`; throws EngineError(kInvalidArgument)
+  // naming it when there is none.
+  const ParameterInfo& find(std::string_view name) const;
+
+ private:
+  std::vector<ParameterInfo> parameters_;
+  int64_t layers_ = 0;
+  int64_t numel_ = 0;
+};
+
+// The view of `flat` (numel() elements of any dtype) holding parameter
+// `info`, with info.shape. Throws when `flat` is too small.
+inline Tensor parameter_view(const Tensor& flat, const ParameterInfo& info) {
+  return flat.view(info.offset, info.shape);
+}
+
+}  // namespace mixtrain
