@@ -82,33 +82,5 @@ TEST(LossScalerConfigTest, InitScaleEqualToMinScaleIsValid) {
   EXPECT_EQ(validation_error(config), "");
 }
 
-TEST(LossScalerConfigTest, DefaultModeIsDynamicOnlyForFp16) {
-  EXPECT_EQ(default_loss_scale_mode(DType::kF16), LossScaleMode::kDynamic);
-  EXPECT_EQ(default_loss_scale_mode(DType::kBF16), LossScaleMode::kNone);
-  EXPECT_EQ(default_loss_scale_mode(DType::kF32), LossScaleMode::kNone);
-}
-
-TEST(LossScalerConfigTest, NamesRoundTrip) {
-  for (LossScaleMode mode : {LossScaleMode::kDynamic, LossScaleMode::kStatic, LossScaleMode::kNone}) {
-    EXPECT_EQ(parse_loss_scale_mode(loss_scale_mode_name(mode)), mode);
-  }
-  EXPECT_STREQ(loss_scale_mode_name(LossScaleMode::kStatic), "static");
-  for (OnMinScale action : {OnMinScale::kFail, OnMinScale::kContinue}) {
-    EXPECT_EQ(parse_on_min_scale(on_min_scale_name(action)), action);
-  }
-  EXPECT_STREQ(on_min_scale_name(OnMinScale::kContinue), "continue");
-}
-
-TEST(LossScalerConfigTest, UnknownNamesAreRejectedWithTheKey) {
-  try {
-    parse_loss_scale_mode("dynamc");
-    FAIL() << "no error";
-  } catch (const EngineError& error) {
-    EXPECT_NE(std::string(error.what()).find("precision.loss_scale"), std::string::npos);
-    EXPECT_NE(std::string(error.what()).find("dynamc"), std::string::npos);
-  }
-  EXPECT_THROW(parse_on_min_scale("ignore"), EngineError);
-}
-
 }  // namespace
 }  // namespace mixtrain

@@ -21,7 +21,7 @@ float initial_scale(const LossScalerConfig& config) {
   const std::string where =
       tensor.empty() ? std::string("the gradients") : std::string(tensor) + " grad";
   throw EngineError(
-      ErrorCode::kInvalidArgument,
+      ErrorCode::kFailedPrecondition,
       "step " + std::to_string(step) + ": overflow (inf/NaN) in " + where +
           " with the loss scale already at precision.min_scale " + format_scale(min_scale) +
           "; training cannot make progress: lower the learning rate, use bf16 compute "
@@ -111,7 +111,7 @@ void LossScaler::restore(const LossScalerState& state) {
   } else {
     MIXTRAIN_CHECK_ARG(state.scale == initial_scale(config_),
                        what + "scale " + format_scale(state.scale) + " differs from the " +
-                           loss_scale_mode_name(config_.mode) + " mode's fixed scale " +
+                           std::string(config::enum_name(config_.mode)) + " mode's fixed scale " +
                            format_scale(initial_scale(config_)));
   }
   state_ = state;

@@ -1,5 +1,5 @@
-// Why: validation and the string forms of the loss-scaling settings, kept
-// apart from the scaler's step logic.
+// Why: validation of the loss-scaling settings, kept apart from the
+// scaler's step logic.
 #include "amp/loss_scaler_config.h"
 
 #include <cmath>
@@ -38,45 +38,6 @@ void LossScalerConfig::validate() const {
               min_scale);
   check_field(init_scale >= min_scale, "init_scale",
               (">= precision.min_scale (" + number(min_scale) + ")").c_str(), init_scale);
-}
-
-LossScaleMode default_loss_scale_mode(DType compute) {
-  return compute == DType::kF16 ? LossScaleMode::kDynamic : LossScaleMode::kNone;
-}
-
-const char* loss_scale_mode_name(LossScaleMode mode) {
-  switch (mode) {
-    case LossScaleMode::kDynamic: return "dynamic";
-    case LossScaleMode::kStatic: return "static";
-    case LossScaleMode::kNone: return "none";
-  }
-  return "?";
-}
-
-LossScaleMode parse_loss_scale_mode(std::string_view name) {
-  for (LossScaleMode mode : {LossScaleMode::kDynamic, LossScaleMode::kStatic, LossScaleMode::kNone}) {
-    if (name == loss_scale_mode_name(mode)) return mode;
-  }
-  throw EngineError(ErrorCode::kInvalidArgument,
-                    "precision.loss_scale: unknown mode \"" + std::string(name) +
-                        "\" (expected dynamic, static or none)");
-}
-
-const char* on_min_scale_name(OnMinScale action) {
-  switch (action) {
-    case OnMinScale::kFail: return "fail";
-    case OnMinScale::kContinue: return "continue";
-  }
-  return "?";
-}
-
-OnMinScale parse_on_min_scale(std::string_view name) {
-  for (OnMinScale action : {OnMinScale::kFail, OnMinScale::kContinue}) {
-    if (name == on_min_scale_name(action)) return action;
-  }
-  throw EngineError(ErrorCode::kInvalidArgument,
-                    "precision.on_min_scale: unknown action \"" + std::string(name) +
-                        "\" (expected fail or continue)");
 }
 
 }  // namespace mixtrain

@@ -5,20 +5,16 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
-
-#include "numerics/dtype.h"
+#include "config/job_spec.h"
 
 namespace mixtrain {
 
-// dynamic: PyTorch GradScaler with DeepSpeed's hysteresis and min_scale.
-// static:  a fixed scale (init_scale); steps with inf/NaN are skipped.
-// none:    scale 1; steps with inf/NaN are still skipped.
-enum class LossScaleMode { kDynamic, kStatic, kNone };
-
-// What a dynamic scaler does when an overflow needs a backoff while the
-// scale already sits at min_scale.
-enum class OnMinScale { kFail, kContinue };
+// The job spec's enums (config/job_spec.h) are the scaler's: dynamic is
+// PyTorch GradScaler with DeepSpeed's hysteresis and min_scale; static a
+// fixed scale (init_scale); none scale 1. Steps with inf/NaN are skipped in
+// every mode.
+using config::LossScaleMode;
+using config::OnMinScale;
 
 struct LossScalerConfig {
   LossScaleMode mode = LossScaleMode::kDynamic;
@@ -36,22 +32,5 @@ struct LossScalerConfig {
   // hysteresis >= 1, min_scale > 0 and init_scale >= min_scale.
   void validate() const;
 };
-
-// The mode used when the job spec names none: dynamic for fp16 compute
-// (its 5-bit exponent underflows small gradients), none otherwise (fp32 and
-// bf16 have fp32's exponent range).
-LossScaleMode default_loss_scale_mode(DType compute);
-
-// "dynamic", "static", "none" (the job spec's spellings).
-const char* loss_scale_mode_name(LossScaleMode mode);
-// Inverse of loss_scale_mode_name; throws EngineError(kInvalidArgument)
-// naming precision.loss_scale and the unknown string.
-LossScaleMode parse_loss_scale_mode(std::string_view name);
-
-// "fail", "continue".
-const char* on_min_scale_name(OnMinScale action);
-// Inverse of on_min_scale_name; throws EngineError(kInvalidArgument)
-// naming precision.on_min_scale and the unknown string.
-OnMinScale parse_on_min_scale(std::string_view name);
 
 }  // namespace mixtrain

@@ -12,6 +12,7 @@ enum class ErrorCode {
   kInvalidArgument,  // caller passed something impossible (shape, dtype, value)
   kOutOfMemory,      // an allocation failed
   kUnavailable,      // a device or peer is not there
+  kFailedPrecondition,  // training cannot go on (e.g. the loss scale is at min_scale)
   kInternal,         // a library call failed unexpectedly
 };
 
