@@ -1,10 +1,13 @@
 // Why: entry point of the `mixtrain` CLI (DESIGN.md §3). Parses the global
 // options and dispatches to one function per subcommand. Exit codes: 0
 // success, 1 job failed, 2 bad usage, 3 coordinator unreachable.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "env_command.h"
+#include "train_command.h"
 
 int main(int argc, char** argv) {
   using mixtrain::cli::OutputFormat;
@@ -19,6 +22,14 @@ int main(int argc, char** argv) {
 
   CLI::App* env = app.add_subcommand("env", "show what this build can use on this machine");
 
+  mixtrain::cli::TrainCommandArgs train_args;
+  CLI::App* train = app.add_subcommand("train", "run a job in this process, without a coordinator");
+  train->add_option("spec", train_args.spec_path, "job spec (YAML)")->required();
+  train->add_option("--set", train_args.overrides, "override a spec key: key.path=value")
+      ->allow_extra_args(false);
+  train->add_option("--resume", train_args.resume, "checkpoint directory to resume from");
+  train->add_option("--summary-json", train_args.summary_json, "write the run summary here");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -26,5 +37,9 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (env->parsed()) return mixtrain::cli::run_env_command(format, std::cout);
+  if (train->parsed()) {
+    return mixtrain::cli::run_train_command(train_args, isatty(STDOUT_FILENO) != 0, std::cout,
+                                            std::cerr);
+  }
   return 2;
 }

@@ -65,7 +65,7 @@ class LossScaler {
   // decision. A step with found_nonfinite is skipped in every mode and
   // counted; only dynamic mode changes the scale (see the file comment).
   // When a dynamic backoff is due at min_scale with on_min_scale: fail,
-  // throws EngineError(kInvalidArgument) naming `step` and
+  // throws EngineError(kFailedPrecondition) naming `step` and
   // `nonfinite_tensor` (the first tensor holding inf/NaN, "" if unknown)
   // and leaves the scaler unchanged.
   StepDecision update(bool found_nonfinite, int64_t step, std::string_view nonfinite_tensor = {});

@@ -1,0 +1,126 @@
+// Why: a resumed run must continue exactly as if it had never stopped (the
+// checkpoint carries every weight, moment and counter), find the newest
+// checkpoint in a run's directory, and refuse a checkpoint of another model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "checkpoint/checkpoint_store.h"
+#include "train_test_util.h"
+
+namespace mixtrain::train_test {
+namespace {
+
+constexpr int64_t kHalf = 6;
+
+// A spec whose fp16 runs skip steps and change the scale both before and
+// after the checkpoint at kHalf, so the scaler state must round-trip.
+config::JobSpec resume_spec(DType compute, const std::filesystem::path& dir) {
+  config::JobSpec spec = tiny_spec(compute, 2 * kHalf, dir);
+  spec.checkpoint.every = kHalf;
+  spec.train.eval_every = 4;
+  if (compute == DType::kF16) {
+    spec.precision.init_scale = std::ldexp(1.0, 24);
+    spec.precision.growth_interval = 2;
+  }
+  return spec;
+}
+
+class TrainerResumeTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(TrainerResumeTest, ResumedRunIsBitIdenticalToStraightRun) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const std::filesystem::path straight_dir = fresh_dir("straight");
+  Trainer straight(*backend, resume_spec(GetParam(), straight_dir));
+  const TrainSummary straight_summary = straight.run();
+  ASSERT_EQ(list_checkpoints(straight_dir).size(), 2u);  // steps kHalf and 2*kHalf
+
+  TrainerOptions options;
+  options.resume_dir = straight_dir / checkpoint_dir_name(kHalf);
+  options.checkpoint_dir = fresh_dir("resumed");
+  Trainer resumed(*backend, resume_spec(GetParam(), straight_dir), options);
+  EXPECT_EQ(resumed.step(), kHalf);
+  const TrainSummary resumed_summary = resumed.run();
+
+  EXPECT_TRUE(same_bits(master_of(*backend, straight), master_of(*backend, resumed)));
+  EXPECT_EQ(resumed_summary.steps, 2 * kHalf);
+  EXPECT_EQ(resumed_summary.skipped_steps, straight_summary.skipped_steps);
+  EXPECT_EQ(resumed_summary.nonfinite_events(), straight_summary.nonfinite_events());
+  EXPECT_EQ(resumed_summary.loss_scale, straight_summary.loss_scale);
+  EXPECT_EQ(resumed_summary.final_train_loss, straight_summary.final_train_loss);
+  EXPECT_EQ(resumed_summary.final_val_loss, straight_summary.final_val_loss);
+  if (GetParam() == DType::kF16) {
+    EXPECT_GT(straight_summary.skipped_steps, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ComputeDtypes, TrainerResumeTest,
+                         ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(TrainerResumeDirTest, RunDirectoryResumesFromItsNewestCheckpoint) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const std::filesystem::path dir = fresh_dir("run");
+  config::JobSpec spec = resume_spec(DType::kBF16, dir);
+  spec.checkpoint.every = 2;  // checkpoints at 2, 4, ..., 12; keep 3
+  Trainer straight(*backend, spec);
+  straight.run();
+  ASSERT_EQ(list_checkpoints(dir).size(), 3u);
+  std::filesystem::remove_all(dir / checkpoint_dir_name(2 * kHalf));  // newest left: 10
+
+  TrainerOptions options;
+  options.resume_dir = dir;
+  Trainer resumed(*backend, spec, options);
+  EXPECT_EQ(resumed.step(), 2 * kHalf - 2);
+  resumed.run();
+  EXPECT_TRUE(same_bits(master_of(*backend, straight), master_of(*backend, resumed)));
+  EXPECT_EQ(latest_checkpoint(dir)->step, 2 * kHalf);  // written again at the end
+}
+
+TEST(TrainerResumeDirTest, RefusesACheckpointOfAnotherModelShape) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const std::filesystem::path dir = fresh_dir("run");
+  Trainer(*backend, tiny_spec(DType::kF32, 2, dir)).run();
+
+  config::JobSpec wider = tiny_spec(DType::kF32, 4, fresh_dir("wider"));
+  wider.model.dim = 64;
+  TrainerOptions options;
+  options.resume_dir = dir;
+  try {
+    Trainer resumed(*backend, wider, options);
+    FAIL() << "expected the resume to be refused";
+  } catch (const EngineError& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
+    const std::string message = error.what();
+    EXPECT_NE(message.find("cannot resume"), std::string::npos) << message;
+    EXPECT_NE(message.find("model.dim 32 vs 64"), std::string::npos) << message;
+  }
+}
+
+TEST(TrainerResumeDirTest, RefusesACheckpointOfAnotherComputeDtype) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const std::filesystem::path dir = fresh_dir("run");
+  Trainer(*backend, tiny_spec(DType::kF32, 2, dir)).run();
+
+  TrainerOptions options;
+  options.resume_dir = dir;
+  try {
+    Trainer resumed(*backend, tiny_spec(DType::kBF16, 4, fresh_dir("bf16")), options);
+    FAIL() << "expected the resume to be refused";
+  } catch (const EngineError& error) {
+    EXPECT_NE(std::string(error.what()).find("precision.compute fp32"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(TrainerResumeDirTest, RefusesADirectoryWithoutCheckpoints) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  TrainerOptions options;
+  options.resume_dir = fresh_dir("empty");
+  std::filesystem::create_directories(*options.resume_dir);
+  EXPECT_THROW(Trainer(*backend, tiny_spec(DType::kF32, 2, fresh_dir("ckpt")), options),
+               EngineError);
+}
+
+}  // namespace
+}  // namespace mixtrain::train_test

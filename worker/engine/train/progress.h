@@ -1,0 +1,38 @@
+// Why: the engine never prints; a CLI, a worker agent or a test decides
+// what to do with progress. The trainer reports each step, each
+// evaluation and each notable event (an overflow line) through these
+// callbacks, which any of them may leave empty.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace mixtrain {
+
+// One finished training step (applied or skipped).
+struct StepProgress {
+  int64_t step = 0;        // steps done so far, 1-based: the first step reports 1
+  int64_t steps = 0;       // train.steps
+  double loss = 0.0;       // mean training loss over the step's micro-batches
+  double loss_scale = 1.0; // the loss scale after this step's update (next step's scale)
+  double lr = 0.0;         // learning rate of this step
+  double grad_norm = 0.0;  // global L2 norm of the unscaled gradients; 0 when skipped
+  double tokens_per_second = 0.0;  // training tokens of this step / its wall time
+  bool skipped = false;    // inf/NaN gradients: no update applied
+};
+
+// One evaluation, after `step` steps.
+struct EvalProgress {
+  int64_t step = 0;
+  double val_loss = 0.0;  // mean loss over train.eval_batches validation batches
+};
+
+// Callbacks the trainer calls on its own thread; any may be empty.
+struct TrainerProgress {
+  std::function<void(const StepProgress&)> on_step;
+  std::function<void(const EvalProgress&)> on_eval;
+  std::function<void(const std::string&)> on_log;  // one line, no trailing newline
+};
+
+}  // namespace mixtrain
