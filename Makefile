@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test bench clean
+.PHONY: deps configure build test demo bench clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -17,6 +17,19 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800
+
+# The README demo: a small GPT trained with mixed precision on the built-in
+# corpus (no download), then a sample from it. Until the coordinator lands
+# it runs in one process (`mixtrain train`, one worker).
+demo: build
+	rm -rf $(BUILD_DIR)/demo-checkpoints
+	$(BUILD_DIR)/client/mixtrain train examples/demo.yaml --set resources.workers=1 \
+	  --set checkpoint.dir=$(BUILD_DIR)/demo-checkpoints --summary-json $(BUILD_DIR)/demo-summary.json
+	@echo "--- summary ($(BUILD_DIR)/demo-summary.json)"
+	@cat $(BUILD_DIR)/demo-summary.json
+	@echo "--- sample"
+	$(BUILD_DIR)/client/mixtrain sample $(BUILD_DIR)/demo-checkpoints --prompt "chapter one" \
+	  --tokens 300 --temperature 0.8
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "env_command.h"
+#include "sample_command.h"
 #include "train_command.h"
 
 int main(int argc, char** argv) {
@@ -19,6 +20,18 @@ int main(int argc, char** argv) {
           std::map<std::string, OutputFormat>{{"table", OutputFormat::kTable},
                                               {"json", OutputFormat::kJson}},
           CLI::ignore_case));
+
+  mixtrain::cli::SampleCommandArgs sample_args;
+  CLI::App* sample = app.add_subcommand("sample", "continue a prompt with a trained checkpoint");
+  sample->add_option("checkpoint", sample_args.checkpoint, "checkpoint directory")->required();
+  sample->add_option("--prompt", sample_args.prompt, "text to continue");
+  sample->add_option("--tokens", sample_args.tokens, "tokens to generate")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sample->add_option("--temperature", sample_args.temperature, "softmax temperature (> 0)")
+      ->check(CLI::PositiveNumber);
+  sample->add_option("--top-k", sample_args.top_k, "sample among the k likeliest tokens")
+      ->check(CLI::NonNegativeNumber);
+  sample->add_option("--seed", sample_args.seed, "random seed");
 
   CLI::App* env = app.add_subcommand("env", "show what this build can use on this machine");
 
@@ -37,6 +50,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (env->parsed()) return mixtrain::cli::run_env_command(format, std::cout);
+  if (sample->parsed()) return mixtrain::cli::run_sample_command(sample_args, std::cout, std::cerr);
   if (train->parsed()) {
     return mixtrain::cli::run_train_command(train_args, isatty(STDOUT_FILENO) != 0, std::cout,
                                             std::cerr);

@@ -30,6 +30,17 @@ grep -q "step 8/8" "$work/out.txt" || fail "no progress line for step 8"
 grep -q "val loss" "$work/out.txt" || fail "no eval line"
 ls "$work/ckpt" | grep -q "step_" || fail "no checkpoint written"
 
+# Sample from the run: the prompt comes back, followed by generated text.
+"$mixtrain" sample "$work/ckpt" --prompt "chapter" --tokens 40 >"$work/sample.txt" 2>&1 \
+  || { cat "$work/sample.txt"; fail "sample exited $?"; }
+grep -q "^chapter" "$work/sample.txt" || fail "sample does not start with its prompt"
+[ "$(wc -c <"$work/sample.txt")" -ge 47 ] || fail "sample is shorter than prompt + 40 tokens"
+set +e
+"$mixtrain" sample "$work/no-such-dir" >"$work/nosample.txt" 2>&1
+code=$?
+set -e
+[ "$code" -eq 2 ] || fail "sample of a missing checkpoint: exit $code, want 2"
+
 # Resume from the checkpoint directory and train 4 more steps.
 "$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=12 \
   --resume "$work/ckpt" --summary-json "$work/resumed.json" >"$work/resumed.txt" 2>&1 \

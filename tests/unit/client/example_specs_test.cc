@@ -30,7 +30,7 @@ TEST(ExampleSpecs, DemoIsASmallTwoWorkerBf16ZeroJob) {
   EXPECT_EQ(spec.precision.compute, DType::kBF16);
   EXPECT_EQ(spec.zero.stage, 1);
   EXPECT_EQ(spec.resources.workers, 2);
-  EXPECT_EQ(spec.checkpoint.every, 100);
+  EXPECT_EQ(spec.checkpoint.every, 200);
   EXPECT_LE(spec.train.steps, 1000);
   EXPECT_LE(spec.model.dim, 256);
 }

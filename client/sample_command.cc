@@ -1,0 +1,50 @@
+// Why: implementation of `mixtrain sample` (see sample_command.h).
+#include "sample_command.h"
+
+#include "backend/backend.h"
+#include "model/gpt.h"
+#include "model/text_generation.h"
+#include "train/trainer_checkpoint_files.h"
+
+namespace mixtrain::cli {
+
+int run_sample_command(const SampleCommandArgs& args, std::ostream& out, std::ostream& err) {
+  try {
+    const CheckpointWeights weights = load_checkpoint_weights(args.checkpoint);
+    const GptConfig& model = weights.state.model;
+    const bool byte_level = model.vocab <= 256;
+    MIXTRAIN_CHECK_ARG(byte_level || args.prompt.empty(),
+                       "--prompt needs a byte-level model (vocab <= 256); this one has vocab " +
+                           std::to_string(model.vocab));
+    std::unique_ptr<Backend> backend = make_backend("auto");
+    Gpt gpt(*backend, model, DType::kF32, DType::kF32);
+    const Tensor params = backend->empty({gpt.layout().numel()}, DType::kF32,
+                                         MemoryCategory::kParams);
+    backend->copy_from_host(params, weights.master.data());
+
+    std::vector<int32_t> prompt;
+    for (unsigned char c : args.prompt) prompt.push_back(c);
+    GenerationOptions options;
+    options.new_tokens = args.tokens;
+    options.temperature = args.temperature;
+    options.top_k = args.top_k;
+    options.seed = args.seed;
+    const std::vector<int32_t> ids = generate(*backend, gpt, params, prompt, options);
+
+    const size_t skip = prompt.empty() ? 1 : 0;  // generate() starts an empty prompt with id 0
+    for (size_t i = skip; i < ids.size(); ++i) {
+      if (byte_level) {
+        out << static_cast<char>(ids[i]);
+      } else {
+        out << (i > skip ? " " : "") << ids[i];
+      }
+    }
+    out << "\n";
+    return 0;
+  } catch (const EngineError& e) {
+    err << "mixtrain sample: " << e.what() << "\n";
+    return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+  }
+}
+
+}  // namespace mixtrain::cli
