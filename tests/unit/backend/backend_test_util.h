@@ -40,15 +40,17 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "test_support/engine_error.h"
 
 namespace mixtrain::backend_test {
+
+using test_support::throws_invalid_argument;
 
 // The dtypes ops compute in.
 inline constexpr DType kFloatTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
@@ -211,28 +213,6 @@ inline double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0.0;
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
-}
-
-// Runs f, which must throw EngineError(kInvalidArgument) whose message
-// contains every fragment (the op's name, the tensor's name, ...).
-template <class F>
-::testing::AssertionResult throws_invalid_argument(F&& f,
-                                                   std::initializer_list<std::string> fragments) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    if (e.code() != ErrorCode::kInvalidArgument) {
-      return ::testing::AssertionFailure() << "wrong error code for: " << e.what();
-    }
-    for (const std::string& fragment : fragments) {
-      if (std::string(e.what()).find(fragment) == std::string::npos) {
-        return ::testing::AssertionFailure()
-               << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess() << e.what();
-  }
-  return ::testing::AssertionFailure() << "no EngineError thrown";
 }
 
 // Runs f with OpenMP teams of `threads` threads, then restores the setting.

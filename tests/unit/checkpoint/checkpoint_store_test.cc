@@ -18,14 +18,14 @@
 #include "checkpoint/crc32c.h"
 #include "checkpoint/manifest.h"
 #include "common/error.h"
-#include "temp_dir.h"
+#include "test_support/temp_dir.h"
 
 namespace mixtrain {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-using testing_support::TempDir;
+using test_support::TempDir;
 
 // The trainer-side data of one checkpoint, owning the tensor bytes.
 struct TrainerData {

@@ -14,13 +14,13 @@
 
 #include "backend/backend.h"
 #include "common/error.h"
-#include "temp_dir.h"
+#include "test_support/temp_dir.h"
 
 namespace mixtrain {
 namespace {
 
 using ::testing::HasSubstr;
-using testing_support::TempDir;
+using test_support::TempDir;
 
 std::vector<std::byte> pattern_bytes(size_t count, uint32_t seed) {
   std::vector<std::byte> bytes(count);
