@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "env_command.h"
+#include "export_command.h"
 #include "sample_command.h"
 #include "train_command.h"
 
@@ -33,6 +34,14 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   sample->add_option("--seed", sample_args.seed, "random seed");
 
+  mixtrain::cli::ExportCommandArgs export_args;
+  CLI::App* export_cmd =
+      app.add_subcommand("export", "write a checkpoint's weights as a Hugging Face GPT-2 file");
+  export_cmd->add_option("checkpoint", export_args.checkpoint, "checkpoint directory")->required();
+  export_cmd->add_option("--format", export_args.format, "file format: safetensors");
+  export_cmd->add_option("-O,--out", export_args.output, "file to write")->required();
+  export_cmd->add_option("--dtype", export_args.dtype, "stored precision: fp32, fp16 or bf16");
+
   CLI::App* env = app.add_subcommand("env", "show what this build can use on this machine");
 
   mixtrain::cli::TrainCommandArgs train_args;
@@ -50,6 +59,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (env->parsed()) return mixtrain::cli::run_env_command(format, std::cout);
+  if (export_cmd->parsed()) return mixtrain::cli::run_export_command(export_args, std::cerr);
   if (sample->parsed()) return mixtrain::cli::run_sample_command(sample_args, std::cout, std::cerr);
   if (train->parsed()) {
     return mixtrain::cli::run_train_command(train_args, isatty(STDOUT_FILENO) != 0, std::cout,

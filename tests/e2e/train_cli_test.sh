@@ -2,8 +2,9 @@
 # Why: `mixtrain train` is what users run; this drives the real binary the
 # way they do: a tiny job trains and leaves a §5 summary and a checkpoint,
 # the summary says succeeded with the steps asked for, a resume continues
-# from the checkpoint, and a bad spec or a bad override exits 2 with the key
-# named and nothing written.
+# from the checkpoint, `mixtrain export` writes a safetensors file (and
+# refuses a missing checkpoint or an unknown format), and a bad spec or a
+# bad override exits 2 with the key named and nothing written.
 #   train_cli_test.sh MIXTRAIN_BINARY SOURCE_DIR
 set -euo pipefail
 mixtrain=$1
@@ -40,6 +41,23 @@ set +e
 code=$?
 set -e
 [ "$code" -eq 2 ] || fail "sample of a missing checkpoint: exit $code, want 2"
+
+# Export the run as a Hugging Face safetensors file; refuse a missing
+# checkpoint and an unknown format with exit 2.
+"$mixtrain" export "$work/ckpt" --format safetensors -O "$work/model.safetensors" --dtype bf16 \
+  >"$work/export.txt" 2>&1 || { cat "$work/export.txt"; fail "export exited $?"; }
+[ -s "$work/model.safetensors" ] || fail "export wrote no file"
+grep -q "transformer.h.1.mlp.c_proj.weight" "$work/model.safetensors" \
+  || fail "exported file lacks the HF name transformer.h.1.mlp.c_proj.weight"
+set +e
+"$mixtrain" export "$work/no-such-dir" -O "$work/none.safetensors" >"$work/noexport.txt" 2>&1
+code=$?
+"$mixtrain" export "$work/ckpt" --format onnx -O "$work/onnx.safetensors" >"$work/onnx.txt" 2>&1
+onnx_code=$?
+set -e
+[ "$code" -eq 2 ] || fail "export of a missing checkpoint: exit $code, want 2"
+[ "$onnx_code" -eq 2 ] || fail "export --format onnx: exit $onnx_code, want 2"
+grep -q "onnx" "$work/onnx.txt" || fail "export --format onnx: format not named"
 
 # Resume from the checkpoint directory and train 4 more steps.
 "$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=12 \

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/hf_safetensors.h"
+#include "model/parameter_layout.h"
 #include "train_test_util.h"
 
 namespace mixtrain::train_test {
@@ -152,16 +154,40 @@ TEST(TrainerGradAccumTest, TwoMicroBatchesOfTwoEqualOneOfFour) {
   EXPECT_LT(max_diff, 1e-4f);
 }
 
-TEST(TrainerSpecTest, RefusesInitFromUntilSafetensorsImport) {
+TEST(TrainerSpecTest, InitFromStartsFromExactlyTheFilesWeights) {
   std::unique_ptr<Backend> backend = make_backend("cpu");
   config::JobSpec spec = tiny_spec(DType::kF32, 1, fresh_dir("ckpt"));
-  spec.model.init_from = "weights.safetensors";
+  const GptConfig model{spec.model.layers, spec.model.heads, spec.model.dim, spec.model.seq_len,
+                        spec.model.vocab};
+  std::vector<float> weights(static_cast<size_t>(ParameterLayout(model).numel()));
+  for (size_t i = 0; i < weights.size(); ++i)
+    weights[i] = static_cast<float>(static_cast<int64_t>(i % 997) - 498) / 1024.0f;
+  const std::filesystem::path dir = fresh_dir("init");
+  std::filesystem::create_directories(dir);
+  export_hf_safetensors(dir / "start.safetensors", model, weights, DType::kF32);
+  spec.model.init_from = (dir / "start.safetensors").string();
+
+  Trainer trainer(*backend, spec);
+  EXPECT_TRUE(same_bits(master_of(*backend, trainer), weights));
+}
+
+TEST(TrainerSpecTest, RefusesAnInitFromFileOfAnotherShape) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  config::JobSpec spec = tiny_spec(DType::kF32, 1, fresh_dir("ckpt"));
+  const GptConfig wider{spec.model.layers, spec.model.heads, 64, spec.model.seq_len,
+                        spec.model.vocab};
+  const std::filesystem::path dir = fresh_dir("init");
+  std::filesystem::create_directories(dir);
+  export_hf_safetensors(dir / "wide.safetensors", wider,
+                        std::vector<float>(static_cast<size_t>(ParameterLayout(wider).numel())),
+                        DType::kF32);
+  spec.model.init_from = (dir / "wide.safetensors").string();
   try {
     Trainer trainer(*backend, spec);
     FAIL() << "expected init_from to be refused";
   } catch (const EngineError& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(error.what()).find("model.init_from"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("model.dim=64"), std::string::npos) << error.what();
   }
 }
 

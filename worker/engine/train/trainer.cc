@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "model/gpt_init.h"
+#include "model/hf_safetensors.h"
 #include "train/loss_scaler_from_spec.h"
 
 namespace mixtrain {
@@ -31,10 +32,6 @@ config::JobSpec checked_spec(config::JobSpec spec) {
                          spec.zero.offload_params == config::OffloadTarget::kNone,
                      "zero.offload_optimizer / zero.offload_params: cpu offload is not supported "
                      "by the single-process trainer; set them to none");
-  MIXTRAIN_CHECK_ARG(!spec.model.init_from,
-                     "model.init_from " + spec.model.init_from.value_or("") +
-                         ": starting from a safetensors file lands with safetensors import; "
-                         "remove model.init_from to start from GPT-2 initialization");
   return spec;
 }
 
@@ -110,7 +107,9 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
     restore_checkpoint(*options_.resume_dir);
   } else {
     const std::vector<float> initial =
-        gpt2_init(layout, gpt_.config(), static_cast<uint64_t>(spec_.train.seed));
+        spec_.model.init_from
+            ? import_hf_safetensors(*spec_.model.init_from, gpt_.config())
+            : gpt2_init(layout, gpt_.config(), static_cast<uint64_t>(spec_.train.seed));
     backend_.copy_from_host(master_, initial.data());
     backend_.cast(params_, master_);
   }

@@ -59,10 +59,12 @@ class Trainer {
  public:
   // Validates `spec` (config::validate; every problem in one message),
   // loads its data, allocates the state on `backend` (which must outlive
-  // the trainer), initializes the weights with gpt2_init(train.seed) and,
-  // with options.resume_dir, restores a checkpoint. Throws
-  // EngineError(kInvalidArgument) for an invalid spec, a spec this trainer
-  // cannot run (resources.workers != 1, CPU offload, model.init_from), data
+  // the trainer) and either restores the checkpoint options.resume_dir
+  // names or initializes the weights: from the HF safetensors file
+  // model.init_from (import_hf_safetensors) when set, else with
+  // gpt2_init(train.seed). Throws EngineError(kInvalidArgument) for an
+  // invalid spec, a spec this trainer cannot run (resources.workers != 1,
+  // CPU offload), an init_from file that does not fit the model, data
   // errors, no checkpoint in resume_dir, or a checkpoint written for another
   // model shape or compute dtype (naming both).
   Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options = {});

@@ -1,0 +1,31 @@
+// Why: implementation of `mixtrain export` (see export_command.h).
+#include "export_command.h"
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "model/hf_safetensors.h"
+#include "numerics/dtype.h"
+#include "train/trainer_checkpoint_files.h"
+
+namespace mixtrain::cli {
+
+int run_export_command(const ExportCommandArgs& args, std::ostream& err) {
+  try {
+    MIXTRAIN_CHECK_ARG(args.format == "safetensors",
+                       "--format " + args.format + ": the only export format is safetensors");
+    const DType dtype = parse_dtype(args.dtype);
+    MIXTRAIN_CHECK_ARG(is_float_compute(dtype),
+                       "--dtype " + args.dtype + ": must be one of fp32, fp16, bf16");
+    MIXTRAIN_CHECK_ARG(!std::filesystem::exists(args.output),
+                       "-O " + args.output + ": the file exists; export will not overwrite it");
+    const CheckpointWeights weights = load_checkpoint_weights(args.checkpoint);
+    export_hf_safetensors(args.output, weights.state.model, weights.master, dtype);
+    return 0;
+  } catch (const EngineError& e) {
+    err << "mixtrain export: " << e.what() << "\n";
+    return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+  }
+}
+
+}  // namespace mixtrain::cli

@@ -1,0 +1,43 @@
+// Why: weights leave mixtrain (`mixtrain export`) and enter it
+// (model.init_from) as a Hugging Face GPT2LMHeadModel safetensors file, so
+// that transformers, and any tool that reads HF GPT-2, can use them. This is
+// the one place that maps our flat (out, in) buffer to HF's names and
+// layout (Conv1D weights stored (in, out)) and back.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "model/gpt_config.h"
+#include "numerics/dtype.h"
+
+namespace mixtrain {
+
+// Metadata key whose value is "<layers>,<heads>,<dim>,<seq_len>,<vocab>".
+inline constexpr const char* kHfConfigMetadataKey = "mixtrain_config";
+
+// Writes `master` (ParameterLayout(config).numel() fp32 values in layout
+// order) to the new file `file` as GPT2LMHeadModel tensors in HF layout,
+// converted to `dtype` (fp32, fp16 or bf16, rounded to nearest even as
+// numerics/convert.h does). lm_head.weight is left out: HF ties it to wte
+// and its own files omit it. Metadata: {"format": "pt", "mixtrain_config":
+// ...}. Tensors are converted and written one at a time, so at most one
+// parameter is copied. Throws EngineError(kInvalidArgument) for a bad
+// config, a `master` of the wrong size or another dtype, and EngineError
+// naming the file on an I/O error (the file must not exist).
+void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& config,
+                           std::span<const float> master, DType dtype);
+
+// Reads the GPT2LMHeadModel safetensors file `file` (fp32, fp16 or bf16
+// tensors) into a flat fp32 buffer in ParameterLayout(expected) order,
+// transposing Conv1D weights back to (out, in). HF's attention buffers
+// ("transformer.h.N.attn.bias", "...attn.masked_bias") and the tied
+// "lm_head.weight" are ignored. Throws EngineError(kInvalidArgument) naming
+// the file and the tensor for a missing tensor, a tensor of another shape
+// or dtype (naming the config key whose value would fit), or an unknown
+// extra tensor; and as SafetensorsFile::open for an unreadable file.
+std::vector<float> import_hf_safetensors(const std::filesystem::path& file,
+                                         const GptConfig& expected);
+
+}  // namespace mixtrain
