@@ -1,7 +1,7 @@
 // Why: the reason loss scaling exists (Micikevicius et al., 2018): small
 // gradients fall below fp16's smallest subnormal (2^-24) and become zero.
 // Here a loss weighted by 2^-14 (as a long gradient accumulation or a tiny
-// loss term gives) is backpropagated in fp16 three ways against an fp32
+// loss term gives) is backpropagated in fp16 two ways against an fp32
 // reference on the same weights and batch: unscaled, most nonzero gradient
 // entries flush to zero; scaled by 2^16 (the dynamic scaler's initial
 // scale) and unscaled in fp32 afterwards, almost none do and the gradients
