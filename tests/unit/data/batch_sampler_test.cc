@@ -15,14 +15,8 @@
 namespace mixtrain {
 namespace {
 
+using testing::counting_corpus;
 using testing::throws_invalid_argument;
-
-// Token i is i % 65521, so a window's content identifies its start.
-std::shared_ptr<const TokenBuffer> counting_corpus(size_t n) {
-  auto tokens = std::make_shared<TokenBuffer>(n);
-  for (size_t i = 0; i < n; ++i) (*tokens)[i] = static_cast<uint16_t>(i % 65521);
-  return tokens;
-}
 
 SamplerConfig config(int64_t micro_batch, int64_t grad_accum, int64_t world_size, int64_t rank,
                      uint64_t seed = 1337) {

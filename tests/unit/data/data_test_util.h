@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "data/token_file.h"
 #include "test_support/engine_error.h"
 #include "test_support/temp_dir.h"
 
@@ -17,6 +19,14 @@ namespace mixtrain::testing {
 
 using test_support::TempDir;
 using test_support::throws_invalid_argument;
+
+// A corpus of n tokens where token i is i % 65521, so a window's content
+// identifies its start.
+inline std::shared_ptr<const TokenBuffer> counting_corpus(size_t n) {
+  auto tokens = std::make_shared<TokenBuffer>(n);
+  for (size_t i = 0; i < n; ++i) (*tokens)[i] = static_cast<uint16_t>(i % 65521);
+  return tokens;
+}
 
 inline void append_le32(std::string& out, int32_t value) {
   const auto bits = static_cast<uint32_t>(value);

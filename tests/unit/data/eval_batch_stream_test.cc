@@ -12,13 +12,8 @@
 namespace mixtrain {
 namespace {
 
+using testing::counting_corpus;
 using testing::throws_invalid_argument;
-
-std::shared_ptr<const TokenBuffer> counting_corpus(size_t n) {
-  auto tokens = std::make_shared<TokenBuffer>(n);
-  for (size_t i = 0; i < n; ++i) (*tokens)[i] = static_cast<uint16_t>(i % 65521);
-  return tokens;
-}
 
 SamplerConfig train_config(uint64_t seed, int64_t world_size = 1, int64_t rank = 0) {
   return {.micro_batch = 4,
