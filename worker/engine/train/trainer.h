@@ -11,7 +11,7 @@
 //   grads    compute dtype, or fp32 with grads_fp32 kGrads
 //   adam_m, adam_v  fp32                           kOptimizerState
 //
-// One step is forward -> backward (per micro-batch) -> reduce -> unscale and
+// One step is forward -> backward (per micro-batch) -> reduce -> overflow
 // check -> clip -> optimizer, each a private stage taking the flat buffers,
 // so that ZeRO can partition stages without reshaping the loop.
 //
@@ -107,11 +107,16 @@ class Trainer {
   // Where data-parallel ranks all-reduce (ZeRO: reduce-scatter) the
   // gradients; with world size 1 they are already the global sum.
   void reduce_gradients(const Tensor& grads);
-  // Multiplies grads by inv_scale per parameter; reports the first non-finite one.
-  NonFiniteCheck unscale_and_check(const Tensor& grads, float inv_scale);
-  GradClip clip(const Tensor& grads);
-  // AdamW on every parameter; `working` receives the weights in the compute
-  // dtype unless it is the master tensor itself.
+  // Reports the first parameter whose (still scaled) gradient holds inf/NaN.
+  // Gradients stay scaled until the optimizer unscales them in fp32:
+  // unscaling fp16 gradients in place would flush to zero the very values
+  // below 2^-24 that loss scaling kept.
+  NonFiniteCheck check_gradients(const Tensor& grads);
+  // The unscaled global norm of grads (which carry loss_scale) and the clip factor.
+  GradClip clip(const Tensor& grads, float loss_scale);
+  // AdamW on every parameter, each gradient multiplied by grad_scale (the
+  // clip factor over the loss scale) in fp32; `working` receives the
+  // weights in the compute dtype unless it is the master tensor itself.
   void optimizer_step(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grads,
                       const Tensor& working, float lr, float grad_scale);
 

@@ -1,5 +1,5 @@
 // Why: one training step as separate stages on the flat buffers (forward,
-// backward, reduce, unscale and check, clip, optimizer), so that ZeRO can
+// backward, reduce, overflow check, clip, optimizer), so that ZeRO can
 // later partition each stage without restructuring the step.
 #include "train/trainer.h"
 
@@ -26,7 +26,7 @@ StepProgress Trainer::train_step() {
     backward(params_, grads_, scale / micro_batches);
   }
   reduce_gradients(grads_);
-  const NonFiniteCheck check = unscale_and_check(grads_, 1.0f / scale);
+  const NonFiniteCheck check = check_gradients(grads_);
   const std::string_view bad_tensor =
       check.found ? nonfinite_tensor_name(parameter_names_, check) : std::string_view();
   const StepDecision decision = scaler_.update(check.found, step_number, bad_tensor);
@@ -43,10 +43,10 @@ StepProgress Trainer::train_step() {
     if (options_.progress.on_log)
       options_.progress.on_log(describe_overflow(step_number, parameter_names_, check, decision));
   } else {
-    const GradClip clipped = clip(grads_);
+    const GradClip clipped = clip(grads_, scale);
     progress.grad_norm = clipped.norm;
     optimizer_step(master_, adam_m_, adam_v_, grads_, params_, static_cast<float>(progress.lr),
-                   clipped.coefficient);
+                   clipped.coefficient / scale);
     state_.optimizer_steps += 1;
   }
   backend_.synchronize();
@@ -80,17 +80,17 @@ void Trainer::reduce_gradients(const Tensor& /*grads*/) {
   // ranks all-reduce grads here (ZeRO 2/3: reduce-scatter to the owners).
 }
 
-NonFiniteCheck Trainer::unscale_and_check(const Tensor& grads, float inv_scale) {
+NonFiniteCheck Trainer::check_gradients(const Tensor& grads) {
   std::vector<Tensor> views;
   views.reserve(gpt_.layout().parameters().size());
   for (const ParameterInfo& info : gpt_.layout().parameters())
     views.push_back(parameter_view(grads, info));
-  return backend_.unscale_and_check(views, inv_scale);
+  return backend_.unscale_and_check(views, 1.0f);  // a factor of 1 leaves every bit as it is
 }
 
-Trainer::GradClip Trainer::clip(const Tensor& grads) {
+Trainer::GradClip Trainer::clip(const Tensor& grads, float loss_scale) {
   GradClip out;
-  out.norm = std::sqrt(backend_.sum_squares(std::span<const Tensor>(&grads, 1)));
+  out.norm = std::sqrt(backend_.sum_squares(std::span<const Tensor>(&grads, 1))) / loss_scale;
   out.coefficient = clip_coefficient(out.norm, spec_.train.grad_clip);
   return out;
 }
