@@ -27,7 +27,7 @@ struct JobSpecOptions {
   // --set values, "key.path=value", applied in order after the document
   // and before validation; each value is read as YAML and typed by its key.
   std::vector<std::string> overrides;
-  // Also require data and init_from files to exist (config::check_files).
+  // Also check the files and directories the spec names (config::check_files).
   bool check_files = false;
   // Where relative file paths resolve for check_files; empty: the working directory.
   std::filesystem::path base_dir;

@@ -66,6 +66,16 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     return 2;
   }
   const config::JobSpec& spec = *loaded.spec;
+  if (args.summary_json) {  // found now, not after the whole run
+    std::error_code error;
+    const std::filesystem::path parent =
+        std::filesystem::absolute(*args.summary_json, error).parent_path();
+    if (!std::filesystem::is_directory(parent, error)) {
+      err << "mixtrain train: cannot write --summary-json " << *args.summary_json
+          << ": no directory " << parent.string() << "\n";
+      return 2;
+    }
+  }
 
   std::unique_ptr<Backend> backend;
   try {

@@ -5,52 +5,25 @@ with a reader written from the safetensors spec (the `safetensors` package
 is not assumed), and checks that every GPT2LMHeadModel parameter is there
 under its HF name and HF shape, equal to the checkpoint's master weights
 (Conv1D weights transposed to (in, out)), with no lm_head.weight (tied), and
-that the torch GPT-2 of tests/parity/gpt_parity.py runs on it to a finite
+that the torch GPT-2 of tests/parity/gpt2_torch.py runs on it to a finite
 loss near the uniform guess.
 
 Usage: hf_export_check.py PATH/TO/mixtrain SOURCE_DIR
 Exit codes: 0 pass, 1 mismatch or error, 77 skipped (no torch/numpy).
 """
 import glob
-import json
 import math
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
-SKIP = 77
-try:
-    import numpy as np
-    import torch
-except ImportError as error:
-    print(f"SKIP: {sys.executable} cannot import torch/numpy ({error})")
-    sys.exit(SKIP)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "parity"))
+from gpt2_torch import CONFIG_KEY, GptConfig, gpt2_loss, read_safetensors  # exits 77 without torch
+import numpy as np
+import torch
 
 LAYERS, HEADS, DIM, SEQ, VOCAB = 2, 2, 32, 32, 256
-DTYPES = {"F32": np.float32, "F16": np.float16}
-
-
-def read_safetensors(path):
-    """(metadata, {name: numpy array}) of a safetensors file (F32/F16/BF16)."""
-    with open(path, "rb") as f:
-        content = f.read()
-    (header_len,) = struct.unpack("<Q", content[:8])
-    header = json.loads(content[8:8 + header_len])
-    data = content[8 + header_len:]
-    metadata = header.pop("__metadata__", {})
-    tensors = {}
-    for name, entry in header.items():
-        begin, end = entry["data_offsets"]
-        raw = data[begin:end]
-        if entry["dtype"] == "BF16":
-            bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
-            array = bits.view(np.float32)
-        else:
-            array = np.frombuffer(raw, dtype=DTYPES[entry["dtype"]]).astype(np.float32)
-        tensors[name] = array.reshape(entry["shape"])
-    return metadata, tensors
 
 
 def hf_shapes():
@@ -74,14 +47,12 @@ def hf_shapes():
 def run(*args):
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"{args[:2]} exited {result.returncode}:\n{result.stdout}{result.stderr}")
+        raise RuntimeError(
+            f"{args[:2]} exited {result.returncode}:\n{result.stdout}{result.stderr}")
 
 
 def main():
     mixtrain, source_dir = sys.argv[1], sys.argv[2]
-    sys.path.insert(0, os.path.join(source_dir, "tests", "parity"))
-    from gpt_parity import gpt2_loss
-
     with tempfile.TemporaryDirectory() as work:
         sets = [f"model.layers={LAYERS}", f"model.heads={HEADS}", f"model.dim={DIM}",
                 f"model.seq_len={SEQ}", "train.micro_batch=4", "train.warmup_steps=2",
@@ -100,8 +71,9 @@ def main():
     failures = []
     if metadata.get("format") != "pt":
         failures.append(f"metadata format {metadata.get('format')!r}, want 'pt'")
-    if metadata.get("mixtrain_config") != f"{LAYERS},{HEADS},{DIM},{SEQ},{VOCAB}":
-        failures.append(f"metadata mixtrain_config {metadata.get('mixtrain_config')!r}")
+    config = GptConfig(LAYERS, HEADS, DIM, SEQ, VOCAB)
+    if metadata.get(CONFIG_KEY) != ",".join(map(str, config)):
+        failures.append(f"metadata {CONFIG_KEY} {metadata.get(CONFIG_KEY)!r}, want {config}")
     shapes = hf_shapes()
     extra = sorted(set(tensors) - set(shapes))
     if extra:
@@ -129,9 +101,7 @@ def main():
         p = {name: torch.from_numpy(array.copy()) for name, array in tensors.items()}
         tokens = torch.arange(SEQ).remainder(VOCAB).view(1, SEQ)
         targets = torch.roll(tokens, -1, dims=1)
-        dump = {"batch": 1, "seq": SEQ, "dim": DIM, "heads": HEADS, "layers": LAYERS,
-                "vocab": VOCAB}
-        loss = gpt2_loss(p, dump, tokens, targets).item()
+        loss = gpt2_loss(p, config, tokens, targets).item()
         if not math.isfinite(loss) or abs(loss - math.log(VOCAB)) > 3.0:
             failures.append(f"torch GPT-2 loss on the exported weights is {loss}")
         else:

@@ -1,18 +1,16 @@
 // Why: the C++ half of the PyTorch parity test of the GPT model. It runs one
-// fp32 forward and backward of a small GPT-2 on fixed weights and batch,
-// and writes everything the Python half (gpt_parity.py) needs to rebuild
-// the model in torch and compare, into the directory given as argv[1]:
-//   header.txt   "mixtrain-gpt-parity 1", then lines
-//                "config <layers> <heads> <dim> <seq_len> <vocab>",
-//                "batch <B> <T>", "loss <our mean loss, %.9g>", and per
-//                parameter in layout order
-//                "param <hf name> <offset> <numel> <transposed_in_hf> <dims...>"
-//                (dims in OUR layout, linear weights (out, in))
-//   weights.bin  the flat fp32 weights, little-endian
-//   tokens.bin, targets.bin  B*T int32 each
-//   grads.bin    the flat fp32 gradient of the mean loss (dloss = 1)
+// fp32 forward and backward and one bf16 forward of a small GPT-2 on fixed
+// weights and batch, and hands the Python half (gpt_parity.py) everything
+// through our real Hugging Face export, so the torch model is built from the
+// same file and name mapping a user gets. Into the directory argv[1]:
+//   model.safetensors  the fp32 weights (export_hf_safetensors; its
+//                      "mixtrain_config" metadata is the model config)
+//   grads.safetensors  the fp32 gradient of the mean loss (dloss = 1),
+//                      exported the same way: it has the weights' layout
+//   parity.json        {"batch": [B, T], "tokens": [B*T ids],
+//                       "targets": [B*T ids], "loss_fp32": our fp32 loss,
+//                       "loss_bf16": our loss computing in bf16}
 #include <cstdint>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -22,8 +20,10 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/json.h"
 #include "model/gpt.h"
 #include "model/gpt_init.h"
+#include "model/hf_safetensors.h"
 
 namespace mixtrain {
 namespace {
@@ -54,12 +54,17 @@ std::vector<int32_t> random_ids(int64_t n, int64_t vocab, uint32_t seed) {
   return ids;
 }
 
-template <class T>
-void write_binary(const std::string& path, const std::vector<T>& values) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(values.size() * sizeof(T)));
-  if (!out) throw std::runtime_error("cannot write " + path);
+// A (kBatch, kSeq) int32 tensor holding `ids`.
+Tensor id_tensor(Backend& backend, const std::vector<int32_t>& ids) {
+  Tensor t = backend.empty({kBatch, kSeq}, DType::kI32, MemoryCategory::kActivations);
+  backend.copy_from_host(t, ids.data());
+  return t;
+}
+
+Json json_ids(const std::vector<int32_t>& ids) {
+  Json out = Json::array();
+  for (int32_t id : ids) out.push_back(id);
+  return out;
 }
 
 int run(const std::string& dir) {
@@ -70,39 +75,34 @@ int run(const std::string& dir) {
   const std::vector<float> weights = parity_weights(layout, config);
   const std::vector<int32_t> tokens = random_ids(kBatch * kSeq, config.vocab, 5);
   const std::vector<int32_t> targets = random_ids(kBatch * kSeq, config.vocab, 6);
+  const Tensor token_tensor = id_tensor(*backend, tokens);
+  const Tensor target_tensor = id_tensor(*backend, targets);
 
   Tensor params = backend->empty({layout.numel()}, DType::kF32, MemoryCategory::kParams);
   backend->copy_from_host(params, weights.data());
   Tensor grads = backend->zeros({layout.numel()}, DType::kF32, MemoryCategory::kGrads);
-  Tensor token_tensor = backend->empty({kBatch, kSeq}, DType::kI32, MemoryCategory::kActivations);
-  backend->copy_from_host(token_tensor, tokens.data());
-  Tensor target_tensor = backend->empty({kBatch, kSeq}, DType::kI32, MemoryCategory::kActivations);
-  backend->copy_from_host(target_tensor, targets.data());
-
   const float loss = gpt.forward(params, token_tensor, target_tensor);
   gpt.backward(params, grads, 1.0f);
   std::vector<float> grad_values(static_cast<size_t>(layout.numel()));
   backend->copy_to_host(grad_values.data(), grads);
 
-  write_binary(dir + "/weights.bin", weights);
-  write_binary(dir + "/tokens.bin", tokens);
-  write_binary(dir + "/targets.bin", targets);
-  write_binary(dir + "/grads.bin", grad_values);
-  std::ofstream header(dir + "/header.txt");
-  header << "mixtrain-gpt-parity 1\n";
-  header << "config " << config.layers << ' ' << config.heads << ' ' << config.dim << ' '
-         << config.seq_len << ' ' << config.vocab << '\n';
-  header << "batch " << kBatch << ' ' << kSeq << '\n';
-  char loss_text[32];
-  std::snprintf(loss_text, sizeof loss_text, "%.9g", loss);
-  header << "loss " << loss_text << '\n';
-  for (const ParameterInfo& p : layout.parameters()) {
-    header << "param " << p.name << ' ' << p.offset << ' ' << p.numel << ' '
-           << (p.transposed_in_hf ? 1 : 0);
-    for (int64_t d : p.shape) header << ' ' << d;
-    header << '\n';
-  }
-  if (!header) throw std::runtime_error("cannot write " + dir + "/header.txt");
+  // The same weights rounded to bf16, the model computing in bf16.
+  Gpt bf16_gpt(*backend, config, DType::kBF16, DType::kBF16);
+  Tensor bf16_params = backend->empty({layout.numel()}, DType::kBF16, MemoryCategory::kParams);
+  backend->cast(bf16_params, params);
+  const float bf16_loss = bf16_gpt.forward(bf16_params, token_tensor, target_tensor);
+
+  export_hf_safetensors(dir + "/model.safetensors", config, weights, DType::kF32);
+  export_hf_safetensors(dir + "/grads.safetensors", config, grad_values, DType::kF32);
+  Json result = Json::object();
+  result.set("batch", Json(Json::Array{kBatch, kSeq}));
+  result.set("tokens", json_ids(tokens));
+  result.set("targets", json_ids(targets));
+  result.set("loss_fp32", static_cast<double>(loss));
+  result.set("loss_bf16", static_cast<double>(bf16_loss));
+  std::ofstream out(dir + "/parity.json");
+  out << result.dump() << '\n';
+  if (!out) throw std::runtime_error("cannot write " + dir + "/parity.json");
   return 0;
 }
 

@@ -61,6 +61,18 @@ TEST_F(CheckFiles, MissingInitFromIsNamed) {
   EXPECT_EQ(errors[0].key_path, "model.init_from");
 }
 
+TEST_F(CheckFiles, CheckpointDirThatIsAFileOrUnderOneIsNamed) {
+  for (const char* dir : {"train.txt", "train.txt/sub"}) {
+    spec_.checkpoint.dir = dir;
+    const std::vector<SpecError> errors = check_files(spec_, dir_);
+    ASSERT_EQ(errors.size(), 1u) << dir;
+    EXPECT_EQ(errors[0].key_path, "checkpoint.dir");
+    EXPECT_NE(errors[0].message.find("train.txt"), std::string::npos) << errors[0].message;
+  }
+  spec_.checkpoint.dir = "subdir/new/deeper";
+  EXPECT_TRUE(check_files(spec_, dir_).empty()) << "a directory still to be created is fine";
+}
+
 TEST_F(CheckFiles, BuiltinDataNeedsNoFile) {
   spec_.data.train = std::string(kBuiltinDemoData);
   EXPECT_TRUE(check_files(spec_, dir_).empty());

@@ -76,6 +76,10 @@ INSTANTIATE_TEST_SUITE_P(
                          s.data.format = DataFormat::kText;
                        },
                        "model.vocab", "at least 256 for data.format text"},
+        ImpossibleCase{"vocab_uint16", [](JobSpec& s) { s.model.vocab = 65537; }, "model.vocab",
+                       "at most 65536"},
+        ImpossibleCase{"model_too_big", [](JobSpec& s) { s.model.dim = 3999999996; }, "model",
+                       "more than the engine's limit of 2^48"},
         ImpossibleCase{"init_from_empty", [](JobSpec& s) { s.model.init_from = ""; },
                        "model.init_from", "empty"},
         ImpossibleCase{"unknown_builtin", [](JobSpec& s) { s.data.train = "builtin:wiki"; },

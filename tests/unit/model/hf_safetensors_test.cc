@@ -1,19 +1,23 @@
 // Why: the HF safetensors file is a contract with transformers and with
 // model.init_from: every parameter under its HF name and in HF layout
 // (Conv1D weights transposed), values exact in fp32 and rounded as the
-// engine rounds in bf16, and a file that does not fit the model refused
-// with the file, the tensor and the fitting config key named.
+// engine rounds in bf16, the hub's own GPT-2 files (names without
+// "transformer.") read as well, and a file that does not fit the model
+// refused with the file, the tensor and the fitting config key named.
+#include "model/hf_safetensors.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/safetensors.h"
 #include "common/error.h"
-#include "model/hf_safetensors.h"
 #include "model/parameter_layout.h"
 #include "model_test_util.h"
 #include "numerics/float16.h"
@@ -66,6 +70,13 @@ void write_zeros(const std::filesystem::path& file,
   write_safetensors(file, host);
 }
 
+// `name` as the hub's GPT-2 files spell it: "h.0.ln_1.weight" for
+// "transformer.h.0.ln_1.weight".
+std::string hub_name(const std::string& name) {
+  constexpr std::string_view kPrefix = "transformer.";
+  return name.starts_with(kPrefix) ? name.substr(kPrefix.size()) : name;
+}
+
 // Every parameter of `config` in HF layout, plus `extra`, minus `skip`.
 std::vector<std::pair<std::string, Shape>> hf_tensors(
     const GptConfig& config, const std::vector<std::pair<std::string, Shape>>& extra = {},
@@ -74,11 +85,27 @@ std::vector<std::pair<std::string, Shape>> hf_tensors(
   const ParameterLayout layout(config);
   for (const ParameterInfo& info : layout.parameters()) {
     if (info.name == skip) continue;
-    out.emplace_back(info.name, info.transposed_in_hf ? Shape{info.shape[1], info.shape[0]}
-                                                      : info.shape);
+    out.emplace_back(info.name,
+                     info.transposed_in_hf ? Shape{info.shape[1], info.shape[0]} : info.shape);
   }
   out.insert(out.end(), extra.begin(), extra.end());
   return out;
+}
+
+// `tensors` renamed as the hub's GPT-2 files name them, without the
+// "transformer." prefix.
+std::vector<std::pair<std::string, Shape>> hub_named(
+    std::vector<std::pair<std::string, Shape>> tensors) {
+  for (auto& [name, shape] : tensors) name = hub_name(name);
+  return tensors;
+}
+
+// Imports `file` and expects exactly the bits of `weights`.
+void expect_imports_exactly(const std::filesystem::path& file, const GptConfig& config,
+                            const std::vector<float>& weights) {
+  const std::vector<float> back = import_hf_safetensors(file, config);
+  ASSERT_EQ(back.size(), weights.size());
+  EXPECT_EQ(std::memcmp(back.data(), weights.data(), weights.size() * sizeof(float)), 0);
 }
 
 TEST(HfSafetensorsTest, Fp32RoundTripIsExact) {
@@ -86,9 +113,7 @@ TEST(HfSafetensorsTest, Fp32RoundTripIsExact) {
   const std::vector<float> weights = distinct_weights(config);
   const std::filesystem::path file = fresh_file("model.safetensors");
   export_hf_safetensors(file, config, weights, DType::kF32);
-  const std::vector<float> back = import_hf_safetensors(file, config);
-  ASSERT_EQ(back.size(), weights.size());
-  EXPECT_EQ(std::memcmp(back.data(), weights.data(), weights.size() * sizeof(float)), 0);
+  expect_imports_exactly(file, config, weights);
 }
 
 TEST(HfSafetensorsTest, FileHoldsHfNamesShapesAndMetadataWithoutLmHead) {
@@ -118,8 +143,7 @@ TEST(HfSafetensorsTest, Conv1DWeightsAreStoredTransposed) {
   // Ours (out=24, in=8): element (out 5, in 3). HF (in=8, out=24): (3, 5).
   const int64_t ours = info.offset + 5 * 8 + 3;
   float stored = 0.0f;
-  std::memcpy(&stored, input.bytes(info.name).data() + (3 * 24 + 5) * sizeof(float),
-              sizeof(float));
+  std::memcpy(&stored, input.bytes(info.name).data() + (3 * 24 + 5) * sizeof(float), sizeof(float));
   EXPECT_EQ(stored, weights[static_cast<size_t>(ours)]);
 }
 
@@ -153,6 +177,47 @@ TEST(HfSafetensorsTest, IgnoresHfAttentionBuffersAndTiedHead) {
                                         {"lm_head.weight", {11, 8}}}));
   EXPECT_EQ(import_hf_safetensors(file, config).size(),
             static_cast<size_t>(ParameterLayout(config).numel()));
+}
+
+TEST(HfSafetensorsTest, ImportsHubFilesWithoutTheTransformerPrefix) {
+  const GptConfig config = tiny_config();
+  const std::vector<float> weights = distinct_weights(config);
+  const std::filesystem::path exported = fresh_file("model.safetensors");
+  export_hf_safetensors(exported, config, weights, DType::kF32);
+  // The exported tensors under the hub's names, with its attention buffers.
+  const SafetensorsFile input = SafetensorsFile::open(exported);
+  std::vector<HostTensor> hub;
+  for (const SafetensorsEntry& entry : input.tensors()) {
+    hub.push_back(HostTensor{
+        TensorLayout{hub_name(entry.layout.name), entry.layout.dtype, entry.layout.shape},
+        input.bytes(entry).data()});
+  }
+  const std::vector<float> mask(16, 1.0f);
+  const float masked_bias = -1e4f;
+  hub.push_back(HostTensor{TensorLayout{"h.0.attn.bias", DType::kF32, {1, 1, 4, 4}}, mask.data()});
+  hub.push_back(HostTensor{TensorLayout{"h.1.attn.masked_bias", DType::kF32, {}}, &masked_bias});
+  const std::filesystem::path file = fresh_file("hub.safetensors");
+  write_safetensors(file, hub);
+
+  expect_imports_exactly(file, config, weights);
+}
+
+TEST(HfSafetensorsTest, NamesAMissingTensorAsAHubFileDoes) {
+  const GptConfig config = tiny_config();
+  const std::filesystem::path file = fresh_file("hub_missing.safetensors");
+  write_zeros(file, hub_named(hf_tensors(config, {}, "transformer.h.1.ln_2.bias")));
+  EXPECT_THAT(import_error(file, config), HasSubstr("\"h.1.ln_2.bias\" is missing"));
+}
+
+TEST(HfSafetensorsTest, RefusesAFileMixingBothNamingConventions) {
+  const GptConfig config = tiny_config();
+  const std::filesystem::path file = fresh_file("mixed.safetensors");
+  write_zeros(file, hf_tensors(config, {{"ln_f.bias", {8}}}, "transformer.ln_f.bias"));
+  const std::string message = import_error(file, config);
+  EXPECT_THAT(message, HasSubstr(file.string()));
+  EXPECT_THAT(message, HasSubstr("mixes tensor names with the \"transformer.\" prefix"));
+  EXPECT_THAT(message, HasSubstr("\"transformer.wte.weight\""));
+  EXPECT_THAT(message, HasSubstr("\"ln_f.bias\""));
 }
 
 TEST(HfSafetensorsTest, RefusesAMissingTensorNamingFileAndTensor) {

@@ -147,8 +147,10 @@ std::string effective_checkpoint_dir(const JobSpec& spec);
 std::vector<SpecError> validate(const JobSpec& spec);
 
 // Every data file and init_from file that does not exist as a readable
-// regular file ("builtin:" data needs no file). Relative paths resolve
-// against `base_dir`, or the working directory when it is empty.
+// regular file ("builtin:" data needs no file), and a checkpoint directory
+// that cannot be one (it, or its nearest existing ancestor, is not a
+// directory). Relative paths resolve against `base_dir`, or the working
+// directory when it is empty.
 std::vector<SpecError> check_files(const JobSpec& spec, const std::filesystem::path& base_dir = {});
 
 // Parses a compute dtype as the spec spells it: fp32, fp16, bf16 (and their

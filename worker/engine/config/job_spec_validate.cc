@@ -4,6 +4,7 @@
 // (e.g. by the coordinator, which does not see the workers' files).
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <system_error>
 
@@ -14,6 +15,10 @@ namespace {
 
 constexpr std::string_view kBuiltinPrefix = "builtin:";
 constexpr size_t kMaxNameLength = 100;
+constexpr int64_t kMaxVocab = 65536;  // token ids are stored as uint16
+// Far beyond any machine, and low enough that no size the engine derives
+// from the model shape (bytes of every copy of the weights) overflows int64.
+constexpr double kMaxParameters = 0x1p48;
 
 std::string format_number(double value) {
   char buffer[64];
@@ -79,6 +84,14 @@ void check_name(const std::string& name, Checker& check) {
                    name + "\"");
 }
 
+// A GPT's parameter count (embeddings, 12·dim² + 13·dim per layer, final
+// layer norm), in double so that absurd shapes cannot overflow.
+double parameter_count(const ModelSpec& model) {
+  const double dim = static_cast<double>(model.dim);
+  return (static_cast<double>(model.vocab) + static_cast<double>(model.seq_len)) * dim +
+         static_cast<double>(model.layers) * (12 * dim * dim + 13 * dim) + 2 * dim;
+}
+
 void check_model(const ModelSpec& model, Checker& check) {
   check.at_least("model.layers", model.layers, 1);
   check.at_least("model.heads", model.heads, 1);
@@ -88,6 +101,17 @@ void check_model(const ModelSpec& model, Checker& check) {
                                   format_number(model.heads));
   check.at_least("model.seq_len", model.seq_len, 1);
   check.at_least("model.vocab", model.vocab, 1);
+  if (model.vocab > kMaxVocab)
+    check.fail("model.vocab", "must be at most " + format_number(kMaxVocab) +
+                                  " (token ids are stored as uint16), got " +
+                                  format_number(model.vocab));
+  if (model.layers >= 1 && model.dim >= 1 && model.seq_len >= 1 && model.vocab >= 1 &&
+      parameter_count(model) > kMaxParameters) {
+    char count[32];
+    std::snprintf(count, sizeof(count), "%.2g", parameter_count(model));
+    check.fail("model", "layers, dim, seq_len and vocab make about " + std::string(count) +
+                            " parameters, more than the engine's limit of 2^48");
+  }
   if (model.init_from && model.init_from->empty())
     check.fail("model.init_from", "must be a file path when given, got an empty string");
 }
@@ -194,6 +218,22 @@ void check_file(const char* key_path, const std::string& path,
     errors.push_back({key_path, "file not readable: " + resolved.string()});
 }
 
+// The checkpoint directory, or its nearest existing ancestor, must be a
+// directory; otherwise the first checkpoint would fail after the training.
+void check_checkpoint_dir(const std::filesystem::path& dir, std::vector<SpecError>& errors) {
+  std::error_code error;
+  std::filesystem::path existing = dir;
+  while (!existing.empty() && !std::filesystem::exists(existing, error)) {
+    if (existing == existing.parent_path()) return;
+    existing = existing.parent_path();
+  }
+  if (existing.empty() || std::filesystem::is_directory(existing, error)) return;
+  errors.push_back({"checkpoint.dir", existing == dir
+                                          ? "not a directory: " + dir.string()
+                                          : "cannot create " + dir.string() + ": " +
+                                                existing.string() + " is not a directory"});
+}
+
 }  // namespace
 
 std::vector<SpecError> validate(const JobSpec& spec) {
@@ -221,6 +261,8 @@ std::vector<SpecError> check_files(const JobSpec& spec, const std::filesystem::p
     check_file("data.val", *spec.data.val, base_dir, errors);
   if (spec.model.init_from && !spec.model.init_from->empty())
     check_file("model.init_from", *spec.model.init_from, base_dir, errors);
+  const std::filesystem::path checkpoint_dir = effective_checkpoint_dir(spec);
+  check_checkpoint_dir(base_dir.empty() ? checkpoint_dir : base_dir / checkpoint_dir, errors);
   return errors;
 }
 

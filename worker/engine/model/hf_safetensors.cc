@@ -32,16 +32,29 @@ std::string config_string(const GptConfig& config) {
          std::to_string(config.vocab);
 }
 
-// HF buffers and tied weights that are not parameters of ours.
+// Every parameter of ours is "transformer.<rest>", as GPT2LMHeadModel names
+// it; the hub's own GPT-2 files (saved from GPT2Model) name it "<rest>".
+constexpr std::string_view kTransformerPrefix = "transformer.";
+
+// `name` without a leading "transformer.".
+std::string_view unprefixed(std::string_view name) {
+  if (name.starts_with(kTransformerPrefix)) name.remove_prefix(kTransformerPrefix.size());
+  return name;
+}
+
+// HF buffers and tied weights that are not parameters of ours, named with
+// or without the "transformer." prefix.
 bool is_ignored_hf_tensor(std::string_view name) {
   if (name == "lm_head.weight") return true;
-  if (!name.starts_with("transformer.h.")) return false;
+  name = unprefixed(name);
+  if (!name.starts_with("h.")) return false;
   return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
 }
 
-// The block index of "transformer.h.N.<rest>", or -1 for any other name.
+// The block index of "[transformer.]h.N.<rest>", or -1 for any other name.
 int64_t block_index(std::string_view name) {
-  constexpr std::string_view prefix = "transformer.h.";
+  name = unprefixed(name);
+  constexpr std::string_view prefix = "h.";
   if (!name.starts_with(prefix)) return -1;
   name.remove_prefix(prefix.size());
   int64_t index = 0;
@@ -51,6 +64,37 @@ int64_t block_index(std::string_view name) {
     ++digits;
   }
   return digits > 0 && digits < name.size() && name[digits] == '.' ? index : -1;
+}
+
+// Whether `name` is a GPT-2 transformer tensor named without the prefix,
+// as in the hub's files ("wte.weight", "h.0.ln_1.bias", "ln_f.weight", ...).
+bool is_bare_transformer_name(std::string_view name) {
+  for (const std::string_view root : {"wte.", "wpe.", "h.", "ln_f."})
+    if (name.starts_with(root)) return true;
+  return false;
+}
+
+// Whether `input` names the transformer's tensors with the "transformer."
+// prefix (GPT2LMHeadModel, our export) rather than without (the hub's GPT-2
+// files); a file with neither counts as prefixed. Throws
+// EngineError(kInvalidArgument) naming the file and one tensor of each kind
+// for a file that mixes both.
+bool has_transformer_prefix(const SafetensorsFile& input) {
+  const std::string* prefixed = nullptr;
+  const std::string* bare = nullptr;
+  for (const SafetensorsEntry& entry : input.tensors()) {
+    const std::string& name = entry.layout.name;
+    if (name.starts_with(kTransformerPrefix) && prefixed == nullptr) prefixed = &name;
+    if (is_bare_transformer_name(name) && bare == nullptr) bare = &name;
+  }
+  if (prefixed != nullptr && bare != nullptr) {
+    throw EngineError(ErrorCode::kInvalidArgument,
+                      "safetensors " + input.path().string() +
+                          ": mixes tensor names with the \"transformer.\" prefix (\"" + *prefixed +
+                          "\") and without it (\"" + *bare +
+                          "\"); a GPT-2 file uses one convention");
+  }
+  return bare == nullptr;
 }
 
 // Which config key, set to which value, would give `info` the HF shape
@@ -82,9 +126,9 @@ std::string fitting_key(const ParameterInfo& info, const Shape& got, const GptCo
 
 void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& config,
                            std::span<const float> master, DType dtype) {
-  MIXTRAIN_CHECK_ARG(is_float_compute(dtype),
-                     "export " + file.string() + ": dtype " + dtype_name(dtype) +
-                         " is not one of fp32, fp16, bf16");
+  MIXTRAIN_CHECK_ARG(is_float_compute(dtype), "export " + file.string() + ": dtype " +
+                                                  dtype_name(dtype) +
+                                                  " is not one of fp32, fp16, bf16");
   const ParameterLayout layout(config);
   MIXTRAIN_CHECK_ARG(static_cast<int64_t>(master.size()) == layout.numel(),
                      "export " + file.string() + ": " + std::to_string(master.size()) +
@@ -124,42 +168,53 @@ std::vector<float> import_hf_safetensors(const std::filesystem::path& file,
                                          const GptConfig& expected) {
   const ParameterLayout layout(expected);
   const SafetensorsFile input = SafetensorsFile::open(file);
+  const bool prefixed = has_transformer_prefix(input);
+  // The name that our parameter `info` has in the file.
+  const auto name_in_file = [prefixed](const ParameterInfo& info) {
+    return prefixed ? std::string_view(info.name) : unprefixed(info.name);
+  };
 
   for (const SafetensorsEntry& entry : input.tensors()) {
     const std::string& name = entry.layout.name;
     if (is_ignored_hf_tensor(name)) continue;
     if (const int64_t block = block_index(name); block >= expected.layers) {
-      refuse_tensor(file, name, "is not a parameter of the model: the file has more blocks than "
-                   "model.layers=" + std::to_string(expected.layers));
+      refuse_tensor(file, name,
+                    "is not a parameter of the model: the file has more blocks than "
+                    "model.layers=" +
+                        std::to_string(expected.layers));
     }
     bool known = false;
-    for (const ParameterInfo& info : layout.parameters()) known = known || info.name == name;
+    for (const ParameterInfo& info : layout.parameters())
+      known = known || name_in_file(info) == name;
     if (!known) refuse_tensor(file, name, "is not a parameter of a GPT-2 (GPT2LMHeadModel)");
   }
 
   std::vector<float> master(static_cast<size_t>(layout.numel()));
   std::vector<float> staged;
   for (const ParameterInfo& info : layout.parameters()) {
-    const SafetensorsEntry* entry = input.find(info.name);
+    const std::string tensor(name_in_file(info));
+    const SafetensorsEntry* entry = input.find(tensor);
     if (entry == nullptr) {
-      refuse_tensor(file, info.name, block_index(info.name) >= 0
-                            ? "is missing: the file has fewer blocks than model.layers=" +
-                                  std::to_string(expected.layers)
-                            : std::string("is missing"));
+      refuse_tensor(file, tensor,
+                    block_index(info.name) >= 0
+                        ? "is missing: the file has fewer blocks than model.layers=" +
+                              std::to_string(expected.layers)
+                        : std::string("is missing"));
     }
     const Shape want = hf_shape(info);
     const Shape& got = entry->layout.shape;
     if (got != want) {
-      std::string problem = "has shape " + shape_string(got) + ", the model expects " +
-                            shape_string(want);
+      std::string problem =
+          "has shape " + shape_string(got) + ", the model expects " + shape_string(want);
       const std::string key = got.size() == want.size() ? fitting_key(info, got, expected) : "";
       if (!key.empty()) problem += "; " + key + " would fit it";
-      refuse_tensor(file, info.name, problem);
+      refuse_tensor(file, tensor, problem);
     }
     const DType dtype = entry->layout.dtype;
     if (!is_float_compute(dtype)) {
-      refuse_tensor(file, info.name, std::string("has dtype ") + dtype_name(dtype) +
-                            ", not one of fp32, fp16, bf16");
+      refuse_tensor(
+          file, tensor,
+          std::string("has dtype ") + dtype_name(dtype) + ", not one of fp32, fp16, bf16");
     }
     float* destination = master.data() + info.offset;
     float* target = destination;

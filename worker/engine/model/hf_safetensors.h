@@ -1,8 +1,9 @@
-// Why: weights leave mixtrain (`mixtrain export`) and enter it
-// (model.init_from) as a Hugging Face GPT2LMHeadModel safetensors file, so
-// that transformers, and any tool that reads HF GPT-2, can use them. This is
-// the one place that maps our flat (out, in) buffer to HF's names and
-// layout (Conv1D weights stored (in, out)) and back.
+// Why: weights leave mixtrain (`mixtrain export`) as a Hugging Face
+// GPT2LMHeadModel safetensors file, so that transformers, and any tool that
+// reads HF GPT-2, can use them, and enter it (model.init_from) from such a
+// file or from the hub's own GPT-2 files. This is the one place that maps
+// our flat (out, in) buffer to HF's names and layout (Conv1D weights stored
+// (in, out)) and back.
 #pragma once
 
 #include <filesystem>
@@ -29,14 +30,20 @@ inline constexpr const char* kHfConfigMetadataKey = "mixtrain_config";
 void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& config,
                            std::span<const float> master, DType dtype);
 
-// Reads the GPT2LMHeadModel safetensors file `file` (fp32, fp16 or bf16
-// tensors) into a flat fp32 buffer in ParameterLayout(expected) order,
-// transposing Conv1D weights back to (out, in). HF's attention buffers
-// ("transformer.h.N.attn.bias", "...attn.masked_bias") and the tied
-// "lm_head.weight" are ignored. Throws EngineError(kInvalidArgument) naming
-// the file and the tensor for a missing tensor, a tensor of another shape
-// or dtype (naming the config key whose value would fit), or an unknown
-// extra tensor; and as SafetensorsFile::open for an unreadable file.
+// Reads the GPT-2 safetensors file `file` (fp32, fp16 or bf16 tensors)
+// into a flat fp32 buffer in ParameterLayout(expected) order, transposing
+// Conv1D weights back to (out, in). Tensor names may follow either HF
+// convention, GPT2LMHeadModel's ("transformer.wte.weight",
+// "transformer.h.0.attn.c_attn.weight", ...; our export) or that of the
+// hub's own GPT-2 files, saved from GPT2Model without the "transformer."
+// prefix ("wte.weight", "h.0.attn.c_attn.weight", ...), but not both. HF's
+// attention buffers ("[transformer.]h.N.attn.bias", "...attn.masked_bias")
+// and the tied "lm_head.weight" are ignored. Throws
+// EngineError(kInvalidArgument) naming the file for a file mixing both
+// conventions, and naming the file and the tensor (as the file names it)
+// for a missing tensor, a tensor of another shape or dtype (naming the
+// config key whose value would fit), or an unknown extra tensor; and as
+// SafetensorsFile::open for an unreadable file.
 std::vector<float> import_hf_safetensors(const std::filesystem::path& file,
                                          const GptConfig& expected);
 
