@@ -1,13 +1,14 @@
 // Why: the flat-buffer layout is a contract with the optimizer, ZeRO and
 // the safetensors exporter: names, shapes, offsets, flags and the total
 // count must be exactly GPT-2's. Also GptConfig's validation messages.
+#include "model/parameter_layout.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "common/error.h"
-#include "model/parameter_layout.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {
@@ -73,12 +74,10 @@ TEST(ParameterLayoutTest, OffsetsOfTheFirstBlockAndTheEnd) {
   EXPECT_EQ(layout.block(0, BlockParameter::kLn1Weight).offset, embeddings);
   EXPECT_EQ(layout.block(0, BlockParameter::kAttnQkvWeight).offset, embeddings + 2 * c);
   EXPECT_EQ(layout.block(0, BlockParameter::kAttnQkvBias).offset, embeddings + 2 * c + 3 * c * c);
-  EXPECT_EQ(layout.block(1, BlockParameter::kLn1Weight).offset,
-            embeddings + 12 * c * c + 13 * c);
+  EXPECT_EQ(layout.block(1, BlockParameter::kLn1Weight).offset, embeddings + 12 * c * c + 13 * c);
   EXPECT_EQ(layout.lnf_weight().offset, layout.numel() - 2 * c);
   EXPECT_EQ(layout.lnf_bias().offset, layout.numel() - c);
-  EXPECT_EQ(layout.block(5, BlockParameter::kMlpProjBias).name,
-            "transformer.h.5.mlp.c_proj.bias");
+  EXPECT_EQ(layout.block(5, BlockParameter::kMlpProjBias).name, "transformer.h.5.mlp.c_proj.bias");
 }
 
 TEST(ParameterLayoutTest, UnknownNameAndLayerThrow) {
@@ -97,6 +96,50 @@ std::string validation_error(const GptConfig& config) {
     return e.what();
   }
   return "";
+}
+
+TEST(ParameterLayoutTest, UnitsAreEmbeddingsBlocksAndLnfTilingTheBuffer) {
+  const ParameterLayout layout(tiny_config());  // L=2, C=8, T=4, V=11
+  const std::vector<ParameterUnit>& units = layout.units();
+  ASSERT_EQ(units.size(), 4u);
+  EXPECT_EQ(units[ParameterLayout::kEmbeddingsUnit].name, "embeddings");
+  EXPECT_EQ(units[layout.block_unit(1)].name, "h.1");
+  EXPECT_EQ(units[layout.lnf_unit()].name, "ln_f");
+  EXPECT_EQ(units[0].numel, (11 + 4) * 8);
+  EXPECT_EQ(units[1].numel, 12 * 8 * 8 + 13 * 8);
+  EXPECT_EQ(units[3].numel, 2 * 8);
+  int64_t next = 0;
+  size_t next_parameter = 0;
+  for (const ParameterUnit& unit : units) {
+    EXPECT_EQ(unit.offset, next) << unit.name;
+    EXPECT_EQ(unit.padded_numel, unit.numel) << "alignment 1 pads nothing";
+    EXPECT_EQ(unit.first_parameter, next_parameter) << unit.name;
+    next += unit.padded_numel;
+    next_parameter = unit.end_parameter;
+  }
+  EXPECT_EQ(next, layout.numel());
+  EXPECT_EQ(layout.numel(), layout.param_count());
+  EXPECT_EQ(next_parameter, layout.parameters().size());
+}
+
+TEST(ParameterLayoutTest, AlignmentPadsEachUnitToAMultipleWithAtMostAlignmentMinusOne) {
+  const ParameterLayout plain(tiny_config());
+  for (int64_t alignment : {2, 3, 4, 7}) {
+    const ParameterLayout layout(tiny_config(), alignment);
+    EXPECT_EQ(layout.param_count(), plain.param_count());
+    int64_t padding = 0;
+    for (size_t u = 0; u < layout.units().size(); ++u) {
+      const ParameterUnit& unit = layout.units()[u];
+      EXPECT_EQ(unit.padded_numel % alignment, 0) << unit.name;
+      EXPECT_LT(unit.padded_numel - unit.numel, alignment) << unit.name;
+      EXPECT_EQ(unit.numel, plain.units()[u].numel) << unit.name;
+      padding += unit.padded_numel - unit.numel;
+      // Parameters keep their order and stay contiguous within the unit.
+      EXPECT_EQ(layout.parameters()[unit.first_parameter].offset, unit.offset);
+    }
+    EXPECT_EQ(layout.numel(), layout.param_count() + padding);
+  }
+  EXPECT_THROW(ParameterLayout(tiny_config(), 0), EngineError);
 }
 
 TEST(GptConfigTest, ValidateNamesTheBadField) {

@@ -19,16 +19,15 @@ using op_checks::check_numel;
 
 // ids is a host-readable (B,T) int32 tensor with 0 < T <= seq_len and
 // values in [0, vocab).
-void check_id_tensor(const char* op, const char* name, const Tensor& ids,
-                     const GptConfig& config) {
+void check_id_tensor(const char* op, const char* name, const Tensor& ids, const GptConfig& config) {
   MIXTRAIN_CHECK_ARG(ids.defined(), std::string(op) + ": " + name + " is undefined");
   check_dtype(op, name, ids, DType::kI32);
-  MIXTRAIN_CHECK_ARG(ids.ndim() == 2 && ids.dim(0) > 0 && ids.dim(1) > 0,
-                     std::string(op) + ": " + name + " " + ids.describe() +
-                         " must be (B, T) with B, T > 0");
+  MIXTRAIN_CHECK_ARG(
+      ids.ndim() == 2 && ids.dim(0) > 0 && ids.dim(1) > 0,
+      std::string(op) + ": " + name + " " + ids.describe() + " must be (B, T) with B, T > 0");
   MIXTRAIN_CHECK_ARG(ids.dim(1) <= config.seq_len,
-                     std::string(op) + ": " + name + " " + ids.describe() + " has T = " +
-                         std::to_string(ids.dim(1)) + " > seq_len " +
+                     std::string(op) + ": " + name + " " + ids.describe() +
+                         " has T = " + std::to_string(ids.dim(1)) + " > seq_len " +
                          std::to_string(config.seq_len));
   MIXTRAIN_CHECK_ARG(ids.device_type() == DeviceType::kCpu,
                      std::string(op) + ": " + name + " must be in host-readable memory");
@@ -37,28 +36,31 @@ void check_id_tensor(const char* op, const char* name, const Tensor& ids,
 
 }  // namespace
 
-Gpt::Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dtype)
+Gpt::Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dtype,
+         int64_t unit_alignment)
     : backend_(backend),
       config_(config),
-      layout_(config_),
+      layout_(config_, unit_alignment),
       compute_dtype_(compute_dtype),
       grad_dtype_(grad_dtype) {
-  MIXTRAIN_CHECK_ARG(is_float_compute(compute_dtype),
-                     std::string("Gpt: compute dtype ") + dtype_name(compute_dtype) +
-                         " must be fp32, bf16 or fp16");
+  MIXTRAIN_CHECK_ARG(is_float_compute(compute_dtype), std::string("Gpt: compute dtype ") +
+                                                          dtype_name(compute_dtype) +
+                                                          " must be fp32, bf16 or fp16");
   MIXTRAIN_CHECK_ARG(grad_dtype == compute_dtype || grad_dtype == DType::kF32,
                      std::string("Gpt: grad dtype ") + dtype_name(grad_dtype) +
-                         " must be the compute dtype (" + dtype_name(compute_dtype) +
-                         ") or fp32");
+                         " must be the compute dtype (" + dtype_name(compute_dtype) + ") or fp32");
 }
 
 Gpt::~Gpt() = default;
 
-void Gpt::prepare_forward(const Tensor& params, const Tensor& tokens, const Tensor* targets) {
+void Gpt::check_params(const char* op, const Tensor& params) const {
+  MIXTRAIN_CHECK_ARG(params.defined(), std::string(op) + ": params is undefined");
+  check_dtype(op, "params", params, compute_dtype_);
+  check_numel(op, "params", params, layout_.numel());
+}
+
+void Gpt::prepare_forward(const Tensor& tokens, const Tensor* targets) {
   constexpr const char* kOp = "Gpt::forward";
-  MIXTRAIN_CHECK_ARG(params.defined(), std::string(kOp) + ": params is undefined");
-  check_dtype(kOp, "params", params, compute_dtype_);
-  check_numel(kOp, "params", params, layout_.numel());
   check_id_tensor(kOp, "tokens", tokens, config_);
   if (targets != nullptr) {
     check_id_tensor(kOp, "targets", *targets, config_);
@@ -77,10 +79,16 @@ void Gpt::prepare_forward(const Tensor& params, const Tensor& tokens, const Tens
 }
 
 float Gpt::forward(const Tensor& params, const Tensor& tokens, const Tensor& targets) {
-  prepare_forward(params, tokens, &targets);
+  check_params("Gpt::forward", params);
+  FlatGptWeights weights(params, Tensor());
+  return forward(weights, tokens, targets);
+}
+
+float Gpt::forward(GptWeights& weights, const Tensor& tokens, const Tensor& targets) {
+  prepare_forward(tokens, &targets);
   logits_valid_ = false;
   backward_pending_ = false;
-  run_forward(params);
+  run_forward(weights);
   backend_.softmax_cross_entropy(acts_->losses, nullptr, acts_->logits, acts_->targets, 1.0f);
   std::vector<float> losses(static_cast<size_t>(acts_->losses.numel()));
   backend_.copy_to_host(losses.data(), acts_->losses);
@@ -92,10 +100,12 @@ float Gpt::forward(const Tensor& params, const Tensor& tokens, const Tensor& tar
 }
 
 void Gpt::forward(const Tensor& params, const Tensor& tokens) {
-  prepare_forward(params, tokens, nullptr);
+  check_params("Gpt::forward", params);
+  prepare_forward(tokens, nullptr);
   logits_valid_ = false;
   backward_pending_ = false;
-  run_forward(params);
+  FlatGptWeights weights(params, Tensor());
+  run_forward(weights);
   logits_valid_ = true;
 }
 
@@ -108,14 +118,17 @@ Tensor Gpt::logits() const {
 
 void Gpt::backward(const Tensor& params, const Tensor& grads, float dloss) {
   constexpr const char* kOp = "Gpt::backward";
-  MIXTRAIN_CHECK_ARG(backward_pending_,
-                     std::string(kOp) + ": needs a forward with targets since the last backward");
-  MIXTRAIN_CHECK_ARG(params.defined() && grads.defined(),
-                     std::string(kOp) + ": params and grads must be defined");
-  check_dtype(kOp, "params", params, compute_dtype_);
-  check_numel(kOp, "params", params, layout_.numel());
+  check_params(kOp, params);
+  MIXTRAIN_CHECK_ARG(grads.defined(), std::string(kOp) + ": grads is undefined");
   check_dtype(kOp, "grads", grads, grad_dtype_);
   check_numel(kOp, "grads", grads, layout_.numel());
+  FlatGptWeights weights(params, grads);
+  backward(weights, dloss);
+}
+
+void Gpt::backward(GptWeights& weights, float dloss) {
+  MIXTRAIN_CHECK_ARG(backward_pending_,
+                     "Gpt::backward: needs a forward with targets since the last backward");
   if (!grad_acts_ || grad_acts_->batch != acts_->batch || grad_acts_->seq != acts_->seq) {
     grad_acts_ = std::make_unique<GptActivationGrads>(backend_, config_, compute_dtype_,
                                                       acts_->batch, acts_->seq);
@@ -123,7 +136,7 @@ void Gpt::backward(const Tensor& params, const Tensor& grads, float dloss) {
   backward_pending_ = false;
   logits_valid_ = false;  // the backward writes dlogits over the logits
   const double positions = static_cast<double>(acts_->batch * acts_->seq);
-  run_backward(params, grads, static_cast<float>(dloss / positions));
+  run_backward(weights, static_cast<float>(dloss / positions));
 }
 
 }  // namespace mixtrain

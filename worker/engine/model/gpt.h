@@ -1,7 +1,8 @@
 // Why: GPT-2 forward and backward written by hand on the Backend (llm.c
 // style). The model owns no weights: forward and backward take the flat
-// parameter tensor and the flat gradient tensor, so the trainer (and ZeRO)
-// owns and partitions them; per-parameter views come from ParameterLayout.
+// parameter tensor and the flat gradient tensor, or a GptWeights that
+// hands them out unit by unit, so the trainer (and ZeRO) owns and
+// partitions them; per-parameter views come from ParameterLayout.
 // It owns only its activations, allocated for a batch shape (B,T) on first
 // use and reused while (B,T) stays the same.
 //
@@ -17,6 +18,7 @@
 #include "backend/backend.h"
 #include "model/gpt_activations.h"
 #include "model/gpt_config.h"
+#include "model/gpt_weights.h"
 #include "model/parameter_layout.h"
 
 namespace mixtrain {
@@ -24,9 +26,11 @@ namespace mixtrain {
 class Gpt {
  public:
   // A model of `config` (validated) computing in `compute_dtype` (fp32,
-  // bf16 or fp16) with gradients in `grad_dtype` (compute_dtype or fp32).
-  // Throws EngineError(kInvalidArgument) naming what is wrong.
-  Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dtype);
+  // bf16 or fp16) with gradients in `grad_dtype` (compute_dtype or fp32),
+  // whose layout pads units to `unit_alignment` (ParameterLayout). Throws
+  // EngineError(kInvalidArgument) naming what is wrong.
+  Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dtype,
+      int64_t unit_alignment = 1);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
@@ -44,6 +48,9 @@ class Gpt {
   // backward() may be called once. Throws EngineError(kInvalidArgument)
   // for bad shapes, dtypes or ids, before any work is done.
   float forward(const Tensor& params, const Tensor& tokens, const Tensor& targets);
+  // The same with the parameters handed out by `weights` (which must stay
+  // alive until the matching backward returns).
+  float forward(GptWeights& weights, const Tensor& tokens, const Tensor& targets);
   // The same without targets (inference): computes only logits(); a
   // backward() cannot follow.
   void forward(const Tensor& params, const Tensor& tokens);
@@ -62,15 +69,20 @@ class Gpt {
   // since the last backward; throws EngineError(kInvalidArgument) otherwise
   // and for bad dtypes or sizes.
   void backward(const Tensor& params, const Tensor& grads, float dloss);
+  // The same through `weights` (the object the forward used, or one handing
+  // out the same parameters).
+  void backward(GptWeights& weights, float dloss);
 
  private:
-  // Checks params and tokens (and targets when given), (re)allocates the
-  // activations for their (B,T) and copies the ids in.
-  void prepare_forward(const Tensor& params, const Tensor& tokens, const Tensor* targets);
+  // Checks a flat params tensor (compute dtype, layout().numel()).
+  void check_params(const char* op, const Tensor& params) const;
+  // Checks tokens (and targets when given), (re)allocates the activations
+  // for their (B,T) and copies the ids in.
+  void prepare_forward(const Tensor& tokens, const Tensor* targets);
   // The forward pass up to the logits (gpt_forward.cc).
-  void run_forward(const Tensor& params);
+  void run_forward(GptWeights& weights);
   // The backward pass (gpt_backward.cc) with the logits' gradient scale.
-  void run_backward(const Tensor& params, const Tensor& grads, float dloss_per_position);
+  void run_backward(GptWeights& weights, float dloss_per_position);
 
   Backend& backend_;
   GptConfig config_;
@@ -79,8 +91,8 @@ class Gpt {
   DType grad_dtype_;
   std::unique_ptr<GptActivations> acts_;
   std::unique_ptr<GptActivationGrads> grad_acts_;
-  bool logits_valid_ = false;       // acts_->logits holds the last forward's logits
-  bool backward_pending_ = false;   // a forward with targets awaits its backward
+  bool logits_valid_ = false;      // acts_->logits holds the last forward's logits
+  bool backward_pending_ = false;  // a forward with targets awaits its backward
 };
 
 }  // namespace mixtrain

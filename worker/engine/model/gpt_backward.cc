@@ -9,17 +9,17 @@
 
 namespace mixtrain {
 
-void Gpt::run_backward(const Tensor& params, const Tensor& grads, float dloss_per_position) {
+void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
   GptActivations& a = *acts_;
   GptActivationGrads& d = *grad_acts_;
   Backend& be = backend_;
-  auto param = [&](const ParameterInfo& info) { return parameter_view(params, info); };
-  auto grad = [&](const ParameterInfo& info) { return parameter_view(grads, info); };
+  auto param = [&](const ParameterInfo& info) { return weights.param(info); };
+  auto grad = [&](const ParameterInfo& info) { return weights.grad(info); };
 
   // Backward of out = in W^T + b, given dout: din = dout W (overwritten),
   // dW += dout^T in, db += column sums of dout.
-  auto linear_backward = [&](const Tensor& din, const Tensor& dout, const Tensor& in,
-                             int64_t layer, BlockParameter weight, BlockParameter bias) {
+  auto linear_backward = [&](const Tensor& din, const Tensor& dout, const Tensor& in, int64_t layer,
+                             BlockParameter weight, BlockParameter bias) {
     be.matmul(rows(din), rows(dout), param(layout_.block(layer, weight)));
     MatmulOptions accumulate_dw;
     accumulate_dw.trans_a = true;
@@ -30,22 +30,27 @@ void Gpt::run_backward(const Tensor& params, const Tensor& grads, float dloss_pe
 
   // dlogits, written over the logits: dloss/(B*T) * (softmax - onehot).
   be.softmax_cross_entropy(a.losses, &a.logits, a.logits, a.targets, dloss_per_position);
-  // Tied head: dlnf = dlogits wte, dwte += dlogits^T lnf.
+  // Tied head: dlnf = dlogits wte, dwte += dlogits^T lnf. The embeddings
+  // stay acquired until the embedding backward completes wte's gradient.
+  weights.acquire(ParameterLayout::kEmbeddingsUnit, GptPass::kBackward);
   be.matmul(rows(d.btc), rows(a.logits), param(layout_.wte()));
   MatmulOptions accumulate_dwte;
   accumulate_dwte.trans_a = true;
   accumulate_dwte.beta = 1.0f;
   be.matmul(grad(layout_.wte()), rows(a.logits), rows(a.lnf), accumulate_dwte);
   be.set_zero(d.residual);
+  weights.acquire(layout_.lnf_unit(), GptPass::kBackward);
   be.layernorm_backward(d.residual, grad(layout_.lnf_weight()), grad(layout_.lnf_bias()), d.btc,
                         a.blocks.back().residual3, param(layout_.lnf_weight()), a.lnf_mean,
                         a.lnf_rstd);
+  weights.release(layout_.lnf_unit(), GptPass::kBackward);
 
   // d.residual holds the gradient of block l's residual3 on entry and of its
   // input x on exit; the residual adds pass it through unchanged.
   for (int64_t l = config_.layers - 1; l >= 0; --l) {
     BlockActivations& blk = a.blocks[static_cast<size_t>(l)];
     const Tensor& x = l == 0 ? a.encoded : a.blocks[static_cast<size_t>(l - 1)].residual3;
+    weights.acquire(layout_.block_unit(l), GptPass::kBackward);
     // MLP sub-block.
     linear_backward(d.fch_gelu, d.residual, blk.fch_gelu, l, BlockParameter::kMlpProjWeight,
                     BlockParameter::kMlpProjBias);
@@ -54,9 +59,9 @@ void Gpt::run_backward(const Tensor& params, const Tensor& grads, float dloss_pe
     linear_backward(d.btc, d.fch, blk.ln2, l, BlockParameter::kMlpFcWeight,
                     BlockParameter::kMlpFcBias);
     be.layernorm_backward(d.residual, grad(layout_.block(l, BlockParameter::kLn2Weight)),
-                          grad(layout_.block(l, BlockParameter::kLn2Bias)), d.btc,
-                          blk.residual2, param(layout_.block(l, BlockParameter::kLn2Weight)),
-                          blk.ln2_mean, blk.ln2_rstd);
+                          grad(layout_.block(l, BlockParameter::kLn2Bias)), d.btc, blk.residual2,
+                          param(layout_.block(l, BlockParameter::kLn2Weight)), blk.ln2_mean,
+                          blk.ln2_rstd);
     // Attention sub-block (d.btc becomes datty, then dln1).
     linear_backward(d.btc, d.residual, blk.atty, l, BlockParameter::kAttnProjWeight,
                     BlockParameter::kAttnProjBias);
@@ -68,11 +73,13 @@ void Gpt::run_backward(const Tensor& params, const Tensor& grads, float dloss_pe
                           grad(layout_.block(l, BlockParameter::kLn1Bias)), d.btc, x,
                           param(layout_.block(l, BlockParameter::kLn1Weight)), blk.ln1_mean,
                           blk.ln1_rstd);
+    weights.release(layout_.block_unit(l), GptPass::kBackward);
   }
 
   // encoded = wte[tokens] + wpe[t]: scatter-add into both tables.
   be.embedding_backward(grad(layout_.wte()), rows(d.residual), a.tokens);
   be.embedding_backward(grad(layout_.wpe()), rows(d.residual), a.positions);
+  weights.release(ParameterLayout::kEmbeddingsUnit, GptPass::kBackward);
 }
 
 }  // namespace mixtrain

@@ -6,10 +6,10 @@
 
 namespace mixtrain {
 
-void Gpt::run_forward(const Tensor& params) {
+void Gpt::run_forward(GptWeights& weights) {
   GptActivations& a = *acts_;
   Backend& be = backend_;
-  auto param = [&](const ParameterInfo& info) { return parameter_view(params, info); };
+  auto param = [&](const ParameterInfo& info) { return weights.param(info); };
   // out = in W^T + b for the linear layer (weight, bias) of `layer`.
   auto linear = [&](const Tensor& out, const Tensor& in, int64_t layer, BlockParameter weight,
                     BlockParameter bias) {
@@ -20,13 +20,15 @@ void Gpt::run_forward(const Tensor& params) {
     be.matmul(rows(out), rows(in), param(layout_.block(layer, weight)), options);
   };
 
-  // encoded = wte[tokens] + wpe[t]
+  // encoded = wte[tokens] + wpe[t]; the embeddings stay acquired for the head.
+  weights.acquire(ParameterLayout::kEmbeddingsUnit, GptPass::kForward);
   be.embedding_forward(rows(a.encoded), a.tokens, param(layout_.wte()), /*accumulate=*/false);
   be.embedding_forward(rows(a.encoded), a.positions, param(layout_.wpe()), /*accumulate=*/true);
 
   for (int64_t l = 0; l < config_.layers; ++l) {
     BlockActivations& blk = a.blocks[static_cast<size_t>(l)];
     const Tensor& x = l == 0 ? a.encoded : a.blocks[static_cast<size_t>(l - 1)].residual3;
+    weights.acquire(layout_.block_unit(l), GptPass::kForward);
     // attention sub-block: residual2 = x + c_proj(attn(c_attn(ln_1(x))))
     be.layernorm_forward(blk.ln1, blk.ln1_mean, blk.ln1_rstd, x,
                          param(layout_.block(l, BlockParameter::kLn1Weight)),
@@ -45,14 +47,18 @@ void Gpt::run_forward(const Tensor& params) {
     linear(a.projection, blk.fch_gelu, l, BlockParameter::kMlpProjWeight,
            BlockParameter::kMlpProjBias);
     be.add(blk.residual3, blk.residual2, a.projection);
+    weights.release(layout_.block_unit(l), GptPass::kForward);
   }
 
   // logits = ln_f(residual) wte^T (the head is tied to the token embedding)
+  weights.acquire(layout_.lnf_unit(), GptPass::kForward);
   be.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.blocks.back().residual3,
                        param(layout_.lnf_weight()), param(layout_.lnf_bias()));
+  weights.release(layout_.lnf_unit(), GptPass::kForward);
   MatmulOptions head;
   head.trans_b = true;
   be.matmul(rows(a.logits), rows(a.lnf), param(layout_.wte()), head);
+  weights.release(ParameterLayout::kEmbeddingsUnit, GptPass::kForward);
 }
 
 }  // namespace mixtrain

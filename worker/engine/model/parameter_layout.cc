@@ -15,14 +15,17 @@ bool is_weight_matrix(ParameterKind kind) {
 }
 
 bool is_linear_weight(ParameterKind kind) {
-  return kind == ParameterKind::kLinearWeight ||
-         kind == ParameterKind::kResidualProjectionWeight;
+  return kind == ParameterKind::kLinearWeight || kind == ParameterKind::kResidualProjectionWeight;
 }
 
 }  // namespace
 
-ParameterLayout::ParameterLayout(const GptConfig& config) : layers_(config.layers) {
+ParameterLayout::ParameterLayout(const GptConfig& config, int64_t unit_alignment)
+    : layers_(config.layers), unit_alignment_(unit_alignment) {
   config.validate();
+  MIXTRAIN_CHECK_ARG(
+      unit_alignment >= 1,
+      "ParameterLayout: unit alignment must be at least 1, got " + std::to_string(unit_alignment));
   const int64_t c = config.dim;
   auto add = [this](std::string name, Shape shape, ParameterKind kind) {
     ParameterInfo info;
@@ -34,11 +37,14 @@ ParameterLayout::ParameterLayout(const GptConfig& config) : layers_(config.layer
     info.transposed_in_hf = is_linear_weight(kind);
     info.decay = is_weight_matrix(kind);
     numel_ += info.numel;
+    param_count_ += info.numel;
     parameters_.push_back(std::move(info));
   };
   add("transformer.wte.weight", {config.vocab, c}, ParameterKind::kEmbedding);
   add("transformer.wpe.weight", {config.seq_len, c}, ParameterKind::kEmbedding);
+  close_unit("embeddings", 0);
   for (int64_t layer = 0; layer < config.layers; ++layer) {
+    const size_t first = parameters_.size();
     const std::string prefix = "transformer.h." + std::to_string(layer) + ".";
     // Order must follow BlockParameter.
     add(prefix + "ln_1.weight", {c}, ParameterKind::kLayerNormWeight);
@@ -53,15 +59,30 @@ ParameterLayout::ParameterLayout(const GptConfig& config) : layers_(config.layer
     add(prefix + "mlp.c_fc.bias", {4 * c}, ParameterKind::kLinearBias);
     add(prefix + "mlp.c_proj.weight", {c, 4 * c}, ParameterKind::kResidualProjectionWeight);
     add(prefix + "mlp.c_proj.bias", {c}, ParameterKind::kLinearBias);
+    close_unit("h." + std::to_string(layer), first);
   }
+  const size_t first = parameters_.size();
   add("transformer.ln_f.weight", {c}, ParameterKind::kLayerNormWeight);
   add("transformer.ln_f.bias", {c}, ParameterKind::kLayerNormBias);
+  close_unit("ln_f", first);
+}
+
+void ParameterLayout::close_unit(std::string name, size_t first) {
+  ParameterUnit unit;
+  unit.name = std::move(name);
+  unit.offset = parameters_[first].offset;
+  unit.numel = numel_ - unit.offset;
+  unit.padded_numel = (unit.numel + unit_alignment_ - 1) / unit_alignment_ * unit_alignment_;
+  unit.first_parameter = first;
+  unit.end_parameter = parameters_.size();
+  numel_ = unit.offset + unit.padded_numel;
+  units_.push_back(std::move(unit));
 }
 
 const ParameterInfo& ParameterLayout::block(int64_t layer, BlockParameter which) const {
-  MIXTRAIN_CHECK_ARG(layer >= 0 && layer < layers_,
-                     "ParameterLayout::block: layer " + std::to_string(layer) +
-                         " is outside [0, " + std::to_string(layers_) + ")");
+  MIXTRAIN_CHECK_ARG(layer >= 0 && layer < layers_, "ParameterLayout::block: layer " +
+                                                        std::to_string(layer) + " is outside [0, " +
+                                                        std::to_string(layers_) + ")");
   return parameters_[2 + layer * kBlockParameterCount + static_cast<int64_t>(which)];
 }
 

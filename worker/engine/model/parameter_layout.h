@@ -4,6 +4,13 @@
 // Hugging Face GPT2LMHeadModel order, its HF name, its shape in our layout,
 // its offset, and what the initializer, weight decay and the exporter need
 // to know about it. The output head is tied to wte and has no entry.
+//
+// The parameters are grouped into units, the pieces ZeRO reduces,
+// partitions and gathers as one flat buffer each: the embeddings (wte,
+// wpe), each transformer block, and the final LayerNorm. With a unit
+// alignment A > 1 (ZeRO over A ranks) every unit is padded at its end to a
+// multiple of A elements, so that each rank owns an equal contiguous slice
+// of every unit; the padding elements belong to no parameter and stay zero.
 #pragma once
 
 #include <cstdint>
@@ -36,18 +43,18 @@ enum class BlockParameter {
   kAttnProjBias,
   kLn2Weight,
   kLn2Bias,
-  kMlpFcWeight,     // mlp.c_fc.weight (4C,C)
-  kMlpFcBias,       // mlp.c_fc.bias (4C)
-  kMlpProjWeight,   // mlp.c_proj.weight (C,4C)
+  kMlpFcWeight,    // mlp.c_fc.weight (4C,C)
+  kMlpFcBias,      // mlp.c_fc.bias (4C)
+  kMlpProjWeight,  // mlp.c_proj.weight (C,4C)
   kMlpProjBias,
 };
 inline constexpr int kBlockParameterCount = 12;
 
 struct ParameterInfo {
-  std::string name;       // HF name, e.g. "transformer.h.0.attn.c_attn.weight"
-  Shape shape;            // our layout: linear weights are (out, in), as llm.c
-  int64_t offset = 0;     // first element in the flat buffer
-  int64_t numel = 0;      // shape_numel(shape)
+  std::string name;    // HF name, e.g. "transformer.h.0.attn.c_attn.weight"
+  Shape shape;         // our layout: linear weights are (out, in), as llm.c
+  int64_t offset = 0;  // first element in the flat buffer
+  int64_t numel = 0;   // shape_numel(shape)
   ParameterKind kind = ParameterKind::kLinearBias;
   // The HF file stores this weight transposed, (in, out), because GPT-2's
   // Conv1D computes x @ W; true for every linear weight.
@@ -57,18 +64,38 @@ struct ParameterInfo {
   bool decay = false;
 };
 
+// A run of consecutive parameters stored as one padded flat range.
+struct ParameterUnit {
+  std::string name;            // "embeddings", "h.<layer>", "ln_f"
+  int64_t offset = 0;          // first element in the flat buffer
+  int64_t numel = 0;           // elements of its parameters
+  int64_t padded_numel = 0;    // numel rounded up to the alignment: its range's length
+  size_t first_parameter = 0;  // its parameters are parameters()[first, end)
+  size_t end_parameter = 0;
+};
+
 class ParameterLayout {
  public:
-  // The layout of a model of `config` (validated here; throws
-  // EngineError(kInvalidArgument) naming a bad field).
-  explicit ParameterLayout(const GptConfig& config);
+  // The layout of a model of `config` (validated here) with every unit
+  // padded to a multiple of `unit_alignment` elements. Throws
+  // EngineError(kInvalidArgument) naming a bad field, or unit_alignment < 1.
+  explicit ParameterLayout(const GptConfig& config, int64_t unit_alignment = 1);
 
   // Every parameter in buffer order: wte, wpe, the blocks' parameters
-  // block by block in BlockParameter order, ln_f weight, ln_f bias. They
-  // tile [0, numel()) without gaps.
+  // block by block in BlockParameter order, ln_f weight, ln_f bias. With
+  // alignment 1 they tile [0, numel()) without gaps.
   const std::vector<ParameterInfo>& parameters() const { return parameters_; }
-  // Elements of the flat buffer: V*C + T*C + L*(12*C*C + 13*C) + 2*C.
+  // Elements of the flat buffer, padding included.
   int64_t numel() const { return numel_; }
+  // Elements of the parameters, Psi: V*C + T*C + L*(12*C*C + 13*C) + 2*C.
+  int64_t param_count() const { return param_count_; }
+  int64_t unit_alignment() const { return unit_alignment_; }
+
+  // The units in buffer order: embeddings, h.0 ... h.<L-1>, ln_f.
+  const std::vector<ParameterUnit>& units() const { return units_; }
+  static constexpr size_t kEmbeddingsUnit = 0;
+  size_t block_unit(int64_t layer) const { return static_cast<size_t>(layer) + 1; }
+  size_t lnf_unit() const { return units_.size() - 1; }
 
   const ParameterInfo& wte() const { return parameters_[0]; }
   const ParameterInfo& wpe() const { return parameters_[1]; }
@@ -81,9 +108,15 @@ class ParameterLayout {
   const ParameterInfo& find(std::string_view name) const;
 
  private:
+  // Ends the unit begun at parameter `first`: pads the buffer to the alignment.
+  void close_unit(std::string name, size_t first);
+
   std::vector<ParameterInfo> parameters_;
+  std::vector<ParameterUnit> units_;
   int64_t layers_ = 0;
+  int64_t unit_alignment_ = 1;
   int64_t numel_ = 0;
+  int64_t param_count_ = 0;
 };
 
 // The view of `flat` (numel() elements of any dtype) holding parameter
