@@ -18,12 +18,12 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800
 
-# The README demo: a small GPT trained with mixed precision on the built-in
-# corpus (no download), then a sample from it. Until the coordinator lands
-# it runs in one process (`mixtrain train`, one worker).
+# The README demo: a small GPT trained with mixed precision and ZeRO stage 1
+# on the built-in corpus (no download), then a sample from it. Until the
+# coordinator lands its two workers are two local ranks (`mixtrain train`).
 demo: build
 	rm -rf $(BUILD_DIR)/demo-checkpoints
-	$(BUILD_DIR)/client/mixtrain train examples/demo.yaml --set resources.workers=1 \
+	$(BUILD_DIR)/client/mixtrain train examples/demo.yaml \
 	  --set checkpoint.dir=$(BUILD_DIR)/demo-checkpoints --summary-json $(BUILD_DIR)/demo-summary.json
 	@echo "--- summary ($(BUILD_DIR)/demo-summary.json)"
 	@cat $(BUILD_DIR)/demo-summary.json

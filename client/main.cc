@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   train->add_option("--resume", train_args.resume, "checkpoint directory to resume from");
   train->add_option("--summary-json", train_args.summary_json, "write the run summary here");
+  train->add_option("--nproc", train_args.nproc,
+                    "local data-parallel ranks (default: the spec's resources.workers)");
+  train_args.argv.assign(argv, argv + argc);
 
   try {
     app.parse(argc, argv);

@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "comm/make_communicator.h"
+#include "comm/tcp_store.h"
 #include "job_spec_yaml.h"
+#include "local_ranks.h"
 #include "progress_printer.h"
 #include "train/trainer.h"
 
@@ -44,13 +47,39 @@ void print_outcome(const TrainSummary& summary, const std::filesystem::path& che
                    std::ostream& out) {
   char text[256];
   std::snprintf(text, sizeof(text), "%s: %s after %lld steps (%lld skipped), %.0f tok/s",
-                summary.name.c_str(), summary.status.c_str(),
-                static_cast<long long>(summary.steps),
+                summary.name.c_str(), summary.status.c_str(), static_cast<long long>(summary.steps),
                 static_cast<long long>(summary.skipped_steps), summary.tokens_per_second);
   out << text;
   if (summary.final_train_loss) out << ", train loss " << *summary.final_train_loss;
   if (summary.final_val_loss) out << ", val loss " << *summary.final_val_loss;
   out << "\ncheckpoints: " << checkpoints.string() << "\n";
+}
+
+// This process's place in a data-parallel group: the store and the
+// communicator of a rank started by run_local_ranks.
+struct RankGroup {
+  RankEnvironment env;
+  std::unique_ptr<TcpStoreClient> store;
+  std::unique_ptr<Communicator> comm;
+};
+
+std::string summary_key(int rank) { return "summary/rank/" + std::to_string(rank); }
+
+// Rank 0 collects every other rank's summary entry; the others hand theirs
+// over. A rank that never reports (it died) is left out after the timeout.
+void exchange_rank_summaries(RankGroup& group, TrainSummary& summary, std::ostream& err) {
+  if (group.env.rank != 0) {
+    group.store->set(summary_key(group.env.rank), encode_rank_summary(summary.ranks.at(0)));
+    return;
+  }
+  for (int rank = 1; rank < group.env.world_size; ++rank) {
+    try {
+      summary.ranks.push_back(
+          decode_rank_summary(group.store->get(summary_key(rank), group.env.timeout)));
+    } catch (const EngineError& e) {
+      err << "mixtrain train: rank " << rank << " left no summary: " << e.what() << "\n";
+    }
+  }
 }
 
 }  // namespace
@@ -77,6 +106,24 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     }
   }
 
+  const int world_size = args.nproc.value_or(static_cast<int>(spec.resources.workers));
+  if (world_size < 1) {
+    err << "mixtrain train: --nproc must be at least 1, got " << world_size << "\n";
+    return 2;
+  }
+  RankGroup group;
+  try {
+    const std::optional<RankEnvironment> env = rank_environment();
+    if (!env && world_size > 1) return run_local_ranks(args.argv, world_size, err);
+    if (env) group.env = *env;
+  } catch (const EngineError& e) {
+    err << "mixtrain train: " << e.what() << "\n";
+    return 2;
+  }
+  const bool leader = group.env.rank == 0;
+  const std::string who =
+      group.env.world_size > 1 ? " (rank " + std::to_string(group.env.rank) + ")" : "";
+
   std::unique_ptr<Backend> backend;
   try {
     backend = make_backend(config::enum_name(spec.resources.backend));
@@ -85,15 +132,24 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     return 2;
   }
 
-  ProgressPrinter printer(out, terminal);
+  ProgressPrinter printer(out, terminal && leader);
   TrainerOptions trainer_options;
-  trainer_options.progress = printer.callbacks();
+  if (leader) trainer_options.progress = printer.callbacks();
   if (args.resume) trainer_options.resume_dir = *args.resume;
   std::unique_ptr<Trainer> trainer;
   try {
+    if (group.env.world_size > 1) {
+      group.store = std::make_unique<TcpStoreClient>(group.env.store_host, group.env.store_port,
+                                                     group.env.timeout);
+      CommOptions comm_options;
+      comm_options.timeout = group.env.timeout;
+      group.comm = make_communicator(default_comm_backend(backend->device_type()), *group.store,
+                                     group.env.rank, group.env.world_size, comm_options);
+      trainer_options.comm = group.comm.get();
+    }
     trainer = std::make_unique<Trainer>(*backend, spec, trainer_options);
   } catch (const EngineError& e) {
-    err << "mixtrain train: " << e.what() << "\n";
+    err << "mixtrain train" << who << ": " << e.what() << "\n";
     return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
   }
 
@@ -103,11 +159,13 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     summary = trainer->run();
   } catch (const std::exception& e) {
     printer.finish();
-    err << "mixtrain train: " << e.what() << "\n";
+    err << "mixtrain train" << who << ": " << e.what() << "\n";
     summary = trainer->summary("failed");
     exit_code = 1;
   }
   printer.finish();
+  if (group.store) exchange_rank_summaries(group, summary, err);
+  if (!leader) return exit_code;
   print_outcome(summary, trainer->checkpoint_dir(), out);
   if (args.summary_json && !write_summary(summary, *args.summary_json, err)) exit_code = 1;
   return exit_code;

@@ -1,6 +1,7 @@
-// Why: `mixtrain train JOB.yaml` (DESIGN.md §3) runs a job in this process
-// without a coordinator: the spec is validated before any work, progress is
-// shown while it trains, and the summary JSON is written at the end.
+// Why: `mixtrain train JOB.yaml` (DESIGN.md §3) runs a job without a
+// coordinator, in this process or as --nproc local data-parallel ranks:
+// the spec is validated before any work, progress is shown while it
+// trains, and the summary JSON (every rank's entry) is written at the end.
 #pragma once
 
 #include <optional>
@@ -15,6 +16,8 @@ struct TrainCommandArgs {
   std::vector<std::string> overrides;       // --set key=value, in order
   std::optional<std::string> resume;        // --resume DIR
   std::optional<std::string> summary_json;  // --summary-json FILE
+  std::optional<int> nproc;                 // --nproc N; unset: resources.workers
+  std::vector<std::string> argv;            // the whole command line, to start ranks with
 };
 
 // Runs the job; returns the exit code of DESIGN.md §3: 0 succeeded, 1 the

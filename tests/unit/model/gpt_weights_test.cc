@@ -114,7 +114,9 @@ TEST(GptWeightsTest, PaddedLayoutComputesThePlainLayoutsLossAndGradients) {
     }
   }
   for (size_t i = 0; i < padded_grads.size(); ++i) {
-    if (!is_parameter[i]) EXPECT_EQ(padded_grads[i], 0.0f) << "padding element " << i;
+    if (!is_parameter[i]) {
+      EXPECT_EQ(padded_grads[i], 0.0f) << "padding element " << i;
+    }
   }
 }
 

@@ -42,7 +42,7 @@ TEST_P(TrainerResumeTest, ResumedRunIsBitIdenticalToStraightRun) {
   EXPECT_EQ(resumed.step(), kHalf);
   const TrainSummary resumed_summary = resumed.run();
 
-  EXPECT_TRUE(same_bits(master_of(*backend, straight), master_of(*backend, resumed)));
+  EXPECT_TRUE(same_bits(master_of(straight), master_of(resumed)));
   EXPECT_EQ(resumed_summary.steps, 2 * kHalf);
   EXPECT_EQ(resumed_summary.skipped_steps, straight_summary.skipped_steps);
   EXPECT_EQ(resumed_summary.nonfinite_events(), straight_summary.nonfinite_events());
@@ -73,7 +73,7 @@ TEST(TrainerResumeDirTest, RunDirectoryResumesFromItsNewestCheckpoint) {
   Trainer resumed(*backend, spec, options);
   EXPECT_EQ(resumed.step(), 2 * kHalf - 2);
   resumed.run();
-  EXPECT_TRUE(same_bits(master_of(*backend, straight), master_of(*backend, resumed)));
+  EXPECT_TRUE(same_bits(master_of(straight), master_of(resumed)));
   EXPECT_EQ(latest_checkpoint(dir)->step, 2 * kHalf);  // written again at the end
 }
 

@@ -114,14 +114,14 @@ TEST(TrainerDeterminismTest, SameSeedGivesBitIdenticalWeights) {
   first.run();
   Trainer second(*backend, again);
   second.run();
-  EXPECT_TRUE(same_bits(master_of(*backend, first), master_of(*backend, second)));
+  EXPECT_TRUE(same_bits(master_of(first), master_of(second)));
 
   config::JobSpec other_seed = spec;
   other_seed.train.seed = 99;
   other_seed.checkpoint.dir = fresh_dir("c").string();
   Trainer third(*backend, other_seed);
   third.run();
-  EXPECT_FALSE(same_bits(master_of(*backend, first), master_of(*backend, third)));
+  EXPECT_FALSE(same_bits(master_of(first), master_of(third)));
 }
 
 TEST(TrainerGradAccumTest, TwoMicroBatchesOfTwoEqualOneOfFour) {
@@ -147,8 +147,8 @@ TEST(TrainerGradAccumTest, TwoMicroBatchesOfTwoEqualOneOfFour) {
                 1e-4 * whole_steps.steps[i].grad_norm)
         << "step " << i;
   }
-  const std::vector<float> a = master_of(*backend, whole_trainer);
-  const std::vector<float> b = master_of(*backend, split_trainer);
+  const std::vector<float> a = master_of(whole_trainer);
+  const std::vector<float> b = master_of(split_trainer);
   float max_diff = 0.0f;
   for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, std::abs(a[i] - b[i]));
   EXPECT_LT(max_diff, 1e-4f);
@@ -168,7 +168,7 @@ TEST(TrainerSpecTest, InitFromStartsFromExactlyTheFilesWeights) {
   spec.model.init_from = (dir / "start.safetensors").string();
 
   Trainer trainer(*backend, spec);
-  EXPECT_TRUE(same_bits(master_of(*backend, trainer), weights));
+  EXPECT_TRUE(same_bits(master_of(trainer), weights));
 }
 
 TEST(TrainerSpecTest, RefusesAnInitFromFileOfAnotherShape) {

@@ -1,13 +1,16 @@
 // Why: the one place that fixes the summary JSON's key names and order.
 #include "train/train_summary.h"
 
+#include <sstream>
+
+#include "common/error.h"
+
 namespace mixtrain {
 
 namespace {
 
-constexpr MemoryCategory kHostCategories[] = {MemoryCategory::kMasterParams,
-                                              MemoryCategory::kOptimizerState,
-                                              MemoryCategory::kParams};
+constexpr MemoryCategory kHostCategories[] = {
+    MemoryCategory::kMasterParams, MemoryCategory::kOptimizerState, MemoryCategory::kParams};
 
 Json optional_number(const std::optional<double>& value) {
   return value ? Json(*value) : Json(nullptr);
@@ -68,6 +71,31 @@ Json TrainSummary::to_json() const {
     rank_list.push_back(std::move(entry));
   }
   out.set("ranks", std::move(rank_list));
+  return out;
+}
+
+std::string encode_rank_summary(const RankSummary& rank) {
+  std::string out = std::to_string(rank.rank) + " " + std::to_string(rank.comm_elements_per_step) +
+                    " " + std::to_string(rank.comm_bytes_per_step);
+  for (int p = 0; p < kNumMemoryPools; ++p) {
+    for (int c = 0; c < kNumMemoryCategories; ++c)
+      out += " " + std::to_string(rank.memory.current[p][c]);
+    out += " " + std::to_string(rank.memory.peak_total[p]);
+  }
+  return out;
+}
+
+RankSummary decode_rank_summary(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  RankSummary out;
+  in >> out.rank >> out.comm_elements_per_step >> out.comm_bytes_per_step;
+  for (int p = 0; p < kNumMemoryPools; ++p) {
+    for (int c = 0; c < kNumMemoryCategories; ++c) in >> out.memory.current[p][c];
+    in >> out.memory.peak_total[p];
+  }
+  std::string rest;
+  MIXTRAIN_CHECK_ARG(in && !(in >> rest), "decode_rank_summary: not an encoded rank summary: \"" +
+                                              std::string(text) + "\"");
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/memory_tracker.h"
@@ -31,6 +32,12 @@ struct RankSummary {
   int64_t comm_bytes_per_step = 0;
 };
 
+// A rank's entry as one line of decimal integers, for handing it to rank
+// 0 through the rendezvous store, and back. decode throws
+// EngineError(kInvalidArgument) for text encode did not write.
+std::string encode_rank_summary(const RankSummary& rank);
+RankSummary decode_rank_summary(std::string_view text);
+
 struct TrainSummary {
   std::string name;
   std::string status;  // "succeeded", "failed" or "cancelled"
@@ -40,7 +47,7 @@ struct TrainSummary {
   int64_t zero_stage = 0;
   std::string compute_dtype;  // "fp32", "fp16", "bf16"
   int64_t param_count = 0;
-  double tokens_per_second = 0.0;  // training tokens / training wall time of this process
+  double tokens_per_second = 0.0;          // training tokens / training wall time of this process
   std::optional<double> final_train_loss;  // unset when no step ran in any attempt
   std::optional<double> final_val_loss;    // unset when evaluation is off
   double loss_scale = 1.0;

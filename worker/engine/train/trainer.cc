@@ -3,19 +3,21 @@
 // the summary.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/error.h"
 #include "model/gpt_init.h"
 #include "model/hf_safetensors.h"
 #include "train/loss_scaler_from_spec.h"
+#include "zero/padded_weights.h"
 
 namespace mixtrain {
 
 namespace {
 
-// `spec` if this trainer can run it; throws EngineError(kInvalidArgument)
-// naming every problem otherwise.
+// `spec` if it is valid; throws EngineError(kInvalidArgument) naming every
+// problem otherwise.
 config::JobSpec checked_spec(config::JobSpec spec) {
   const std::vector<config::SpecError> errors = config::validate(spec);
   if (!errors.empty()) {
@@ -25,27 +27,30 @@ config::JobSpec checked_spec(config::JobSpec spec) {
     message.pop_back();
     throw EngineError(ErrorCode::kInvalidArgument, message);
   }
-  MIXTRAIN_CHECK_ARG(spec.resources.workers == 1,
-                     "resources.workers " + std::to_string(spec.resources.workers) +
-                         ": the single-process trainer runs exactly 1 worker");
-  MIXTRAIN_CHECK_ARG(spec.zero.offload_optimizer == config::OffloadTarget::kNone &&
-                         spec.zero.offload_params == config::OffloadTarget::kNone,
-                     "zero.offload_optimizer / zero.offload_params: cpu offload is not supported "
-                     "by the single-process trainer; set them to none");
   return spec;
+}
+
+int world_size(const Communicator* comm) { return comm ? comm->world_size() : 1; }
+
+ZeroSettings zero_settings(const config::ZeroSpec& zero) {
+  ZeroSettings out;
+  out.stage = static_cast<int>(zero.stage);
+  out.offload_optimizer = zero.offload_optimizer == config::OffloadTarget::kCpu;
+  out.offload_params = zero.offload_params == config::OffloadTarget::kCpu;
+  return out;
 }
 
 GptConfig gpt_config(const config::ModelSpec& model) {
   return GptConfig{model.layers, model.heads, model.dim, model.seq_len, model.vocab};
 }
 
-SamplerConfig sampler_config(const config::JobSpec& spec) {
+SamplerConfig sampler_config(const config::JobSpec& spec, const Communicator* comm) {
   SamplerConfig out;
   out.micro_batch = spec.train.micro_batch;
   out.seq_len = spec.model.seq_len;
   out.grad_accum = spec.train.grad_accum;
-  out.world_size = 1;
-  out.rank = 0;
+  out.world_size = world_size(comm);
+  out.rank = comm ? comm->rank() : 0;
   out.seed = static_cast<uint64_t>(spec.train.seed);
   return out;
 }
@@ -76,25 +81,21 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
       options_(std::move(options)),
       checkpoint_dir_(options_.checkpoint_dir.value_or(config::effective_checkpoint_dir(spec_))),
       gpt_(backend_, gpt_config(spec_.model), spec_.precision.compute,
-           options_.grads_fp32 ? DType::kF32 : spec_.precision.compute),
+           options_.grads_fp32 ? DType::kF32 : spec_.precision.compute, world_size(options_.comm)),
       data_(load_train_val(spec_.data, spec_.model.vocab, spec_.model.seq_len)),
-      sampler_(data_.train, sampler_config(spec_)),
+      sampler_(data_.train, sampler_config(spec_, options_.comm)),
       lr_schedule_(lr_config(spec_.train)),
       scaler_(loss_scaler_config(spec_.precision)),
-      adamw_hyper_(adamw_hyper(spec_.train)) {
+      adamw_hyper_(adamw_hyper(spec_.train)),
+      zero_(backend_, gpt_, options_.comm, zero_settings(spec_.zero)) {
+  // Every rank evaluates the same batches (stage 3 needs every rank in
+  // each gather), so the eval stream ignores the rank.
   if (spec_.train.eval_batches > 0)
-    eval_stream_.emplace(data_.val, sampler_config(spec_), spec_.train.eval_batches);
+    eval_stream_.emplace(data_.val, sampler_config(spec_, nullptr), spec_.train.eval_batches);
   const ParameterLayout& layout = gpt_.layout();
   for (const ParameterInfo& info : layout.parameters()) parameter_names_.push_back(info.name);
 
-  const Shape flat{layout.numel()};
   const DType compute = spec_.precision.compute;
-  master_ = backend_.empty(flat, DType::kF32, MemoryCategory::kMasterParams);
-  params_ = compute == DType::kF32 ? master_
-                                   : backend_.empty(flat, compute, MemoryCategory::kParams);
-  grads_ = backend_.zeros(flat, gpt_.grad_dtype(), MemoryCategory::kGrads);
-  adam_m_ = backend_.zeros(flat, DType::kF32, MemoryCategory::kOptimizerState);
-  adam_v_ = backend_.zeros(flat, DType::kF32, MemoryCategory::kOptimizerState);
   const Shape batch{spec_.train.micro_batch, spec_.model.seq_len};
   tokens_ = backend_.empty(batch, DType::kI32, MemoryCategory::kActivations,
                            host_readable_pool(backend_));
@@ -108,10 +109,10 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
   } else {
     const std::vector<float> initial =
         spec_.model.init_from
-            ? import_hf_safetensors(*spec_.model.init_from, gpt_.config())
+            ? padded_weights(layout, import_hf_safetensors(*spec_.model.init_from, gpt_.config()))
             : gpt2_init(layout, gpt_.config(), static_cast<uint64_t>(spec_.train.seed));
-    backend_.copy_from_host(master_, initial.data());
-    backend_.cast(params_, master_);
+    zero_.load(ZeroEngine::State::kMaster, initial);
+    zero_.refresh_weights();
   }
 }
 
@@ -133,7 +134,7 @@ TrainSummary Trainer::run() {
 double Trainer::evaluate() {
   double sum = 0.0;
   for (int64_t i = 0; i < eval_stream_->num_batches(); ++i)
-    sum += forward(params_, eval_stream_->batch(i));
+    sum += forward(zero_.eval_weights(), eval_stream_->batch(i));
   return sum / static_cast<double>(eval_stream_->num_batches());
 }
 
@@ -150,18 +151,24 @@ TrainSummary Trainer::summary(const std::string& status) const {
   out.status = status;
   out.steps = state_.step;
   out.skipped_steps = scaler_.overflow_steps();
-  out.world_size = 1;
+  out.world_size = zero_.world_size();
   out.zero_stage = spec_.zero.stage;
   out.compute_dtype = dtype_name(spec_.precision.compute);
-  out.param_count = gpt_.layout().numel();
+  out.param_count = gpt_.layout().param_count();
   out.tokens_per_second = train_seconds_ > 0.0 ? train_tokens_ / train_seconds_ : 0.0;
   out.final_train_loss = state_.last_train_loss;
   out.final_val_loss = state_.last_val_loss;
   out.loss_scale = scaler_.scale();
   out.nan_events = state_.nan_events;
   out.inf_events = state_.inf_events;
-  out.ranks.push_back(RankSummary{0, memory_report(backend_.memory()), 0, 0});
+  const int64_t steps = std::max<int64_t>(train_steps_, 1);
+  out.ranks.push_back(RankSummary{zero_.rank(), memory_report(backend_.memory()),
+                                  comm_elements_ / steps, comm_bytes_ / steps});
   return out;
+}
+
+std::vector<float> Trainer::master_weights() {
+  return unpadded_weights(gpt_.layout(), zero_.gather(ZeroEngine::State::kMaster));
 }
 
 }  // namespace mixtrain

@@ -1,19 +1,14 @@
-// Why: the single-process mixed-precision training loop of a job spec: it
-// owns the flat model state on a Backend, draws batches, runs GPT forward
-// and backward, and applies loss scaling, clipping and AdamW, with periodic
-// evaluation and checkpoints that resume bit for bit.
+// Why: the mixed-precision training loop of a job spec on one rank of a
+// data-parallel group (or alone): it draws this rank's part of every
+// global batch, runs GPT forward and backward, and applies loss scaling,
+// clipping and AdamW, with periodic evaluation and checkpoints that resume
+// bit for bit. The model state lives in a ZeroEngine, placed and
+// partitioned as zero.stage and the offload settings say.
 //
-// State on the backend (all MemoryPool::kDevice, each one flat buffer in
-// ParameterLayout order):
-//   master   fp32                                  kMasterParams
-//   params   compute dtype working copy            kParams (for fp32 compute
-//            the master tensor itself: no second copy)
-//   grads    compute dtype, or fp32 with grads_fp32 kGrads
-//   adam_m, adam_v  fp32                           kOptimizerState
-//
-// One step is forward -> backward (per micro-batch) -> reduce -> overflow
-// check -> clip -> optimizer, each a private stage taking the flat buffers,
-// so that ZeRO can partition stages without reshaping the loop.
+// One step is forward -> backward (per micro-batch; the engine reduces
+// gradients as backward releases each unit) -> overflow check (agreed by
+// every rank) -> clip (global norm) -> optimizer (this rank's partition,
+// then the working weights gathered).
 //
 // Checkpoints (checkpoint store, into checkpoint_dir()) hold one data file
 // "trainer.safetensors" with three flat fp32 tensors of param_count elements
@@ -31,16 +26,18 @@
 
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
+#include "comm/communicator.h"
 #include "config/job_spec.h"
 #include "data/batch_sampler.h"
 #include "data/eval_batch_stream.h"
 #include "data/train_val_split.h"
 #include "model/gpt.h"
-#include "optim/lr_schedule.h"
 #include "optim/adamw.h"
+#include "optim/lr_schedule.h"
 #include "train/progress.h"
 #include "train/train_summary.h"
 #include "train/trainer_state.h"
+#include "zero/zero_engine.h"
 
 namespace mixtrain {
 
@@ -52,6 +49,8 @@ struct TrainerOptions {
   // Resume from this checkpoint directory (one holding manifest.json), or
   // from the newest complete checkpoint in this directory of checkpoints.
   std::optional<std::filesystem::path> resume_dir;
+  // This rank's communicator; null: one rank. Must outlive the trainer.
+  Communicator* comm = nullptr;
   TrainerProgress progress;
 };
 
@@ -63,8 +62,8 @@ class Trainer {
   // names or initializes the weights: from the HF safetensors file
   // model.init_from (import_hf_safetensors) when set, else with
   // gpt2_init(train.seed). Throws EngineError(kInvalidArgument) for an
-  // invalid spec, a spec this trainer cannot run (resources.workers != 1,
-  // CPU offload), an init_from file that does not fit the model, data
+  // invalid spec, a spec this backend cannot run (CPU offload on a GPU
+  // backend), an init_from file that does not fit the model, data
   // errors, no checkpoint in resume_dir, or a checkpoint written for another
   // model shape or compute dtype (naming both).
   Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options = {});
@@ -85,8 +84,10 @@ class Trainer {
   int64_t step() const { return state_.step; }
   // The summary of the run so far, with `status`.
   TrainSummary summary(const std::string& status) const;
-  // The flat fp32 master weights (ParameterLayout order).
-  const Tensor& master_weights() const { return master_; }
+  // The fp32 master weights of the whole model in ParameterLayout(config)
+  // order, gathered from every rank (a collective: every rank must call it).
+  std::vector<float> master_weights();
+  // The model's layout (padded for the world size).
   const ParameterLayout& layout() const { return gpt_.layout(); }
   const std::filesystem::path& checkpoint_dir() const { return checkpoint_dir_; }
 
@@ -99,31 +100,17 @@ class Trainer {
   // ---- one training step (trainer_step.cc) ------------------------------
   // Runs one step end to end and advances state_.
   StepProgress train_step();
-  void zero_gradients(const Tensor& grads);
-  // Copies the batch's ids into the token buffers and returns the mean loss.
-  float forward(const Tensor& params, const TokenBatch& batch);
-  // Adds d(dloss * loss)/d(params) of the last forward into grads.
-  void backward(const Tensor& params, const Tensor& grads, float dloss);
-  // Where data-parallel ranks all-reduce (ZeRO: reduce-scatter) the
-  // gradients; with world size 1 they are already the global sum.
-  void reduce_gradients(const Tensor& grads);
-  // Reports the first parameter whose (still scaled) gradient holds inf/NaN.
-  // Gradients stay scaled until the optimizer unscales them in fp32:
-  // unscaling fp16 gradients in place would flush to zero the very values
-  // below 2^-24 that loss scaling kept.
-  NonFiniteCheck check_gradients(const Tensor& grads);
-  // The unscaled global norm of grads (which carry loss_scale) and the clip factor.
-  GradClip clip(const Tensor& grads, float loss_scale);
-  // AdamW on every parameter, each gradient multiplied by grad_scale (the
-  // clip factor over the loss scale) in fp32; `working` receives the
-  // weights in the compute dtype unless it is the master tensor itself.
-  void optimizer_step(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grads,
-                      const Tensor& working, float lr, float grad_scale);
+  // Copies the batch's ids into the token buffers and returns the mean
+  // loss of a forward through `weights`.
+  float forward(GptWeights& weights, const TokenBatch& batch);
+  // The mean of `local` (this rank's loss) over the ranks.
+  double mean_over_ranks(double local);
+  GradClip clip(float loss_scale);
 
   // ---- evaluation and checkpoints ---------------------------------------
   double evaluate();
   void run_evaluation();
-  void write_checkpoint();  // trainer_checkpoint.cc
+  void write_checkpoint();                                           // trainer_checkpoint.cc
   void restore_checkpoint(const std::filesystem::path& resume_dir);  // trainer_checkpoint.cc
 
   Backend& backend_;
@@ -139,11 +126,7 @@ class Trainer {
   AdamWHyper adamw_hyper_;
   std::vector<std::string> parameter_names_;  // layout order, for overflow messages
 
-  Tensor master_;
-  Tensor params_;  // == master_ for fp32 compute
-  Tensor grads_;
-  Tensor adam_m_;
-  Tensor adam_v_;
+  ZeroEngine zero_;
   Tensor tokens_;   // (B,T) int32, host-readable
   Tensor targets_;  // (B,T) int32, host-readable
 
@@ -154,6 +137,9 @@ class Trainer {
   std::optional<int64_t> last_eval_step_;
   double train_tokens_ = 0.0;   // trained in this process
   double train_seconds_ = 0.0;  // wall time of those steps
+  int64_t train_steps_ = 0;     // steps done in this process
+  int64_t comm_elements_ = 0;   // elements this rank sent during those steps
+  int64_t comm_bytes_ = 0;
 };
 
 }  // namespace mixtrain

@@ -15,10 +15,9 @@ namespace mixtrain {
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
   if (std::filesystem::exists(path / kManifestFileName)) return path;
   const std::optional<CheckpointInfo> latest = latest_checkpoint(path);
-  MIXTRAIN_CHECK_ARG(latest.has_value(),
-                     "no complete checkpoint in " + path.string() +
-                         " (expected a step_NNNNNNNN directory with " +
-                         std::string(kManifestFileName) + ", or one itself)");
+  MIXTRAIN_CHECK_ARG(latest.has_value(), "no complete checkpoint in " + path.string() +
+                                             " (expected a step_NNNNNNNN directory with " +
+                                             std::string(kManifestFileName) + ", or one itself)");
   return latest->path;
 }
 
@@ -43,8 +42,8 @@ CheckpointWeights load_checkpoint_weights(const std::filesystem::path& path) {
   const LoadedCheckpoint checkpoint = load_checkpoint(weights.path);
   weights.state = trainer_state_from_json(checkpoint.state, weights.path.string());
   const ParameterLayout layout(weights.state.model);
-  weights.master = read_flat_fp32(checkpoint.file(kTrainerDataFileName), kMasterTensorName,
-                                  layout.numel());
+  weights.master =
+      read_flat_fp32(checkpoint.file(kTrainerDataFileName), kMasterTensorName, layout.numel());
   return weights;
 }
 

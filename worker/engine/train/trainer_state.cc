@@ -28,8 +28,8 @@ class FieldReader {
 
   const Json& get(std::string_view key) const {
     const Json* value = object_.find(key);
-    MIXTRAIN_CHECK_ARG(value != nullptr, source_ + ": trainer state lacks field " + prefix_ +
-                                             std::string(key));
+    MIXTRAIN_CHECK_ARG(value != nullptr,
+                       source_ + ": trainer state lacks field " + prefix_ + std::string(key));
     return *value;
   }
   int64_t integer(std::string_view key) const {
@@ -73,11 +73,11 @@ std::string shape_text(const GptConfig& model) {
 void check_model_field(std::string_view key, int64_t saved, int64_t wanted,
                        const TrainerState& state, const GptConfig& model,
                        const std::string& source) {
-  MIXTRAIN_CHECK_ARG(saved == wanted,
-                     source + ": cannot resume: the checkpoint holds a model " +
-                         shape_text(state.model) + " but the job spec has model " +
-                         shape_text(model) + " (model." + std::string(key) + " " +
-                         std::to_string(saved) + " vs " + std::to_string(wanted) + ")");
+  MIXTRAIN_CHECK_ARG(saved == wanted, source + ": cannot resume: the checkpoint holds a model " +
+                                          shape_text(state.model) + " but the job spec has model " +
+                                          shape_text(model) + " (model." + std::string(key) + " " +
+                                          std::to_string(saved) + " vs " + std::to_string(wanted) +
+                                          ")");
 }
 
 }  // namespace
@@ -118,20 +118,19 @@ Json trainer_state_to_json(const TrainerState& state) {
 
 TrainerState trainer_state_from_json(const Json& json, const std::string& source) {
   const FieldReader root(json, source, "");
-  MIXTRAIN_CHECK_ARG(root.string("format") == kFormat,
-                     source + ": not a mixtrain trainer state (format \"" + root.string("format") +
-                         "\")");
+  MIXTRAIN_CHECK_ARG(
+      root.string("format") == kFormat,
+      source + ": not a mixtrain trainer state (format \"" + root.string("format") + "\")");
   MIXTRAIN_CHECK_ARG(root.integer("version") == kVersion,
                      source + ": trainer state version " + std::to_string(root.integer("version")) +
                          " is not supported (expected " + std::to_string(kVersion) + ")");
   TrainerState state;
   state.step = root.integer("step");
   state.optimizer_steps = root.integer("optimizer_steps");
-  MIXTRAIN_CHECK_ARG(state.step >= 0 && state.optimizer_steps >= 0 &&
-                         state.optimizer_steps <= state.step,
-                     source + ": trainer state step " + std::to_string(state.step) +
-                         " and optimizer_steps " + std::to_string(state.optimizer_steps) +
-                         " are inconsistent");
+  MIXTRAIN_CHECK_ARG(
+      state.step >= 0 && state.optimizer_steps >= 0 && state.optimizer_steps <= state.step,
+      source + ": trainer state step " + std::to_string(state.step) + " and optimizer_steps " +
+          std::to_string(state.optimizer_steps) + " are inconsistent");
   const FieldReader scaler = root.object("loss_scaler");
   state.scaler.scale = static_cast<float>(scaler.number("scale"));
   state.scaler.growth_tracker = scaler.integer("growth_tracker");
@@ -163,8 +162,9 @@ void check_resumable(const TrainerState& state, const GptConfig& model, DType co
   check_model_field("seq_len", state.model.seq_len, model.seq_len, state, model, source);
   check_model_field("vocab", state.model.vocab, model.vocab, state, model, source);
   MIXTRAIN_CHECK_ARG(state.compute_dtype == compute_dtype,
-                     source + ": cannot resume: the checkpoint was trained with "
-                              "precision.compute " +
+                     source +
+                         ": cannot resume: the checkpoint was trained with "
+                         "precision.compute " +
                          dtype_name(state.compute_dtype) + " but the job spec has " +
                          dtype_name(compute_dtype));
 }

@@ -1,0 +1,73 @@
+// Why: the TCP store's server and client share these few socket helpers:
+// an owned descriptor, connecting with retry, listening on a free port, and
+// length-prefixed frames read and written against a deadline. Writes never
+// raise SIGPIPE, so a peer that vanishes is an error value, not a crash.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace mixtrain {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+// A deadline that never passes.
+inline constexpr SteadyTime kNoDeadline = SteadyTime::max();
+
+// "5", "0.25": a duration in seconds, for error messages.
+std::string format_seconds(std::chrono::milliseconds duration);
+
+// An owned file descriptor, closed on destruction. -1 is "none".
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = other.release();
+    }
+    return *this;
+  }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// Connects to host:port (TCP_NODELAY), retrying while nothing listens there
+// yet, until `deadline`. Throws EngineError(kUnavailable) naming host:port
+// and the last error.
+UniqueFd connect_tcp(const std::string& host, int port, SteadyTime deadline);
+
+// A listening socket on host:port; port 0 picks a free port. Stores the
+// bound port in *bound_port. Throws EngineError(kUnavailable) naming
+// host:port when it cannot bind.
+UniqueFd listen_tcp(const std::string& host, int port, int* bound_port);
+
+enum class IoStatus {
+  kOk,
+  kClosed,    // the peer closed the connection or it broke
+  kTimeout,   // the deadline passed
+  kTooLarge,  // an incoming frame announced more than the allowed bytes
+};
+
+// Writes one frame: a 4-byte little-endian length, then `body`.
+IoStatus write_frame(int fd, std::string_view body, SteadyTime deadline);
+
+// Reads one frame into *body. A length above `max_bytes` is kTooLarge (the
+// body is not read: the caller drops the connection).
+IoStatus read_frame(int fd, std::string* body, size_t max_bytes, SteadyTime deadline);
+
+}  // namespace mixtrain

@@ -1,0 +1,329 @@
+// Why: the stage-dependent placement of the model state and the step
+// stages over it (see zero_engine.h for the table).
+#include "zero/zero_engine.h"
+
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+
+namespace mixtrain {
+
+// The GptWeights of the engine: forwards acquire/release to it and hands
+// out views of the full buffers, the gathered units or the buckets.
+class ZeroEngine::Weights final : public GptWeights {
+ public:
+  explicit Weights(ZeroEngine& engine) : engine_(engine) {}
+  void set_reduce(bool reduce) { reduce_ = reduce; }
+
+  void acquire(size_t unit, GptPass pass) override { engine_.on_acquire(unit, pass); }
+  void release(size_t unit, GptPass pass) override { engine_.on_release(unit, pass, reduce_); }
+  Tensor param(const ParameterInfo& info) override {
+    if (engine_.settings_.stage < 3) return parameter_view(engine_.params_, info);
+    return unit_view(engine_.gathered_, info, "weights");
+  }
+  Tensor grad(const ParameterInfo& info) override {
+    if (engine_.settings_.stage < 2) return parameter_view(engine_.grads_, info);
+    return unit_view(engine_.buckets_, info, "gradient bucket");
+  }
+
+ private:
+  Tensor unit_view(const std::vector<Tensor>& per_unit, const ParameterInfo& info,
+                   const char* what) const {
+    const size_t unit =
+        engine_
+            .unit_of_parameter_[static_cast<size_t>(&info - engine_.layout_.parameters().data())];
+    const Tensor& buffer = per_unit[unit];
+    if (!buffer.defined())
+      throw EngineError(ErrorCode::kInternal, "ZeroEngine: " + info.name + " used while its " +
+                                                  std::string(what) + " is not acquired");
+    return buffer.view(info.offset - engine_.layout_.units()[unit].offset, info.shape);
+  }
+
+  ZeroEngine& engine_;
+  bool reduce_ = false;
+};
+
+namespace {
+
+ZeroSettings checked(ZeroSettings settings, const Backend& backend, const Communicator* comm) {
+  MIXTRAIN_CHECK_ARG(settings.stage >= 0 && settings.stage <= 3,
+                     "zero.stage must be 0, 1, 2 or 3, got " + std::to_string(settings.stage));
+  MIXTRAIN_CHECK_ARG(!settings.offload_params || settings.stage == 3,
+                     "zero.offload_params: cpu needs zero.stage 3 (only stage 3 partitions the "
+                     "weights), got stage " +
+                         std::to_string(settings.stage));
+  MIXTRAIN_CHECK_ARG(
+      !(settings.offload_optimizer || settings.offload_params) ||
+          backend.device_type() == DeviceType::kCpu,
+      "zero.offload_optimizer / zero.offload_params: cpu offload runs on the cpu backend only "
+      "in this build");
+  MIXTRAIN_CHECK_ARG(comm == nullptr || comm->device_type() == backend.device_type(),
+                     std::string("ZeroEngine: the ") + comm->backend_name() +
+                         " communicator does not reach the " + backend.name() + " backend");
+  return settings;
+}
+
+}  // namespace
+
+ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, ZeroSettings settings)
+    : backend_(backend),
+      layout_(gpt.layout()),
+      comm_(comm),
+      settings_(checked(settings, backend, comm)),
+      world_size_(comm ? comm->world_size() : 1),
+      compute_dtype_(gpt.compute_dtype()),
+      grad_dtype_(gpt.grad_dtype()),
+      partition_(layout_, comm ? comm->rank() : 0, world_size_),
+      optimizer_partition_(settings_.stage == 0 ? ZeroPartition(layout_, 0, 1) : partition_),
+      gathered_(layout_.units().size()),
+      buckets_(layout_.units().size()),
+      weights_(std::make_unique<Weights>(*this)) {
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const ParameterUnit& unit = layout_.units()[u];
+    for (size_t p = unit.first_parameter; p < unit.end_parameter; ++p)
+      unit_of_parameter_.push_back(u);
+  }
+  const int64_t owned = optimizer_partition_.numel();
+  const bool host = settings_.offload_optimizer;
+  master_ = allocate(owned, DType::kF32, MemoryCategory::kMasterParams, host);
+  adam_m_ = allocate(owned, DType::kF32, MemoryCategory::kOptimizerState, host);
+  adam_v_ = allocate(owned, DType::kF32, MemoryCategory::kOptimizerState, host);
+  const bool share_master =
+      settings_.stage == 0 && compute_dtype_ == DType::kF32 && !settings_.offload_optimizer;
+  if (share_master) {
+    params_ = master_;
+  } else if (settings_.stage < 3) {
+    params_ = allocate(layout_.numel(), compute_dtype_, MemoryCategory::kParams);
+  } else {
+    params_ = allocate(partition_.numel(), compute_dtype_, MemoryCategory::kParams,
+                       settings_.offload_params);
+  }
+  grads_ = allocate(settings_.stage < 2 ? layout_.numel() : partition_.numel(), grad_dtype_,
+                    MemoryCategory::kGrads);
+}
+
+ZeroEngine::~ZeroEngine() {
+  try {
+    drain(0);
+  } catch (const EngineError&) {
+    // The ring already failed; the error reached whoever called the step.
+  }
+}
+
+Tensor ZeroEngine::allocate(int64_t numel, DType dtype, MemoryCategory category, bool host) {
+  return backend_.zeros({numel}, dtype, category, host ? MemoryPool::kHost : MemoryPool::kDevice);
+}
+
+const Tensor& ZeroEngine::state_tensor(State which) const {
+  return which == State::kMaster ? master_ : which == State::kAdamM ? adam_m_ : adam_v_;
+}
+
+void ZeroEngine::load(State which, std::span<const float> full) {
+  MIXTRAIN_CHECK_ARG(static_cast<int64_t>(full.size()) == layout_.numel(),
+                     "ZeroEngine::load: got " + std::to_string(full.size()) +
+                         " values, the layout has " + std::to_string(layout_.numel()));
+  const Tensor& tensor = state_tensor(which);
+  for (const UnitShard& shard : optimizer_partition_.shards()) {
+    backend_.copy_from_host(tensor.view(shard.partition_offset, {shard.numel}),
+                            full.data() + shard.flat_offset);
+  }
+}
+
+std::vector<float> ZeroEngine::gather(State which) {
+  const Tensor& tensor = state_tensor(which);
+  std::vector<float> full(static_cast<size_t>(layout_.numel()));
+  if (settings_.stage == 0) {
+    backend_.copy_to_host(full.data(), tensor);
+    return full;
+  }
+  Tensor gathered = allocate(layout_.numel(), DType::kF32, MemoryCategory::kCommBuffers);
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const ParameterUnit& unit = layout_.units()[u];
+    const UnitShard& shard = partition_.shards()[u];
+    const Tensor chunk = tensor.view(shard.partition_offset, {shard.numel});
+    const Tensor out = gathered.view(unit.offset, {unit.padded_numel});
+    if (comm_ != nullptr) {
+      comm_->all_gather(chunk, out);
+    } else {
+      backend_.copy(out, chunk);
+    }
+  }
+  backend_.copy_to_host(full.data(), gathered);
+  return full;
+}
+
+void ZeroEngine::refresh_weights() {
+  if (settings_.stage == 0 || settings_.stage == 3) {
+    if (params_.data() != master_.data()) backend_.cast(params_, master_);
+    return;
+  }
+  for (const UnitShard& shard : partition_.shards()) {
+    backend_.cast(params_.view(shard.flat_offset, {shard.numel}),
+                  master_.view(shard.partition_offset, {shard.numel}));
+  }
+  gather_weights();
+}
+
+void ZeroEngine::gather_weights() {
+  if (comm_ == nullptr) return;
+  std::vector<CommHandle> handles;
+  for (size_t u = 0; u < layout_.units().size(); ++u) {
+    const ParameterUnit& unit = layout_.units()[u];
+    const UnitShard& shard = partition_.shards()[u];
+    handles.push_back(comm_->all_gather_async(params_.view(shard.flat_offset, {shard.numel}),
+                                              params_.view(unit.offset, {unit.padded_numel})));
+  }
+  for (const CommHandle& handle : handles) handle.wait();
+}
+
+void ZeroEngine::begin_step() { backend_.set_zero(grads_); }
+
+GptWeights& ZeroEngine::train_weights(bool reduce) {
+  weights_->set_reduce(reduce);
+  return *weights_;
+}
+
+GptWeights& ZeroEngine::eval_weights() {
+  weights_->set_reduce(false);
+  return *weights_;
+}
+
+void ZeroEngine::on_acquire(size_t unit_index, GptPass pass) {
+  const ParameterUnit& unit = layout_.units()[unit_index];
+  const UnitShard& shard = partition_.shards()[unit_index];
+  if (settings_.stage == 3) {
+    Tensor gathered = allocate(unit.padded_numel, compute_dtype_, MemoryCategory::kGatheredParams);
+    const Tensor chunk = params_.view(shard.partition_offset, {shard.numel});
+    if (comm_ != nullptr) {
+      comm_->all_gather(chunk, gathered);
+    } else {
+      backend_.copy(gathered, chunk);
+    }
+    gathered_[unit_index] = std::move(gathered);
+  }
+  if (pass == GptPass::kBackward && settings_.stage >= 2)
+    buckets_[unit_index] = allocate(unit.padded_numel, grad_dtype_, MemoryCategory::kCommBuffers);
+}
+
+void ZeroEngine::on_release(size_t unit_index, GptPass pass, bool reduce) {
+  if (settings_.stage == 3) gathered_[unit_index] = Tensor();
+  if (pass != GptPass::kBackward) return;
+  const ParameterUnit& unit = layout_.units()[unit_index];
+  const UnitShard& shard = partition_.shards()[unit_index];
+  PendingReduce pending;
+  pending.unit = unit_index;
+  if (settings_.stage >= 2) {
+    pending.bucket = std::move(buckets_[unit_index]);
+    buckets_[unit_index] = Tensor();
+    pending.shard = allocate(shard.numel, grad_dtype_, MemoryCategory::kCommBuffers);
+    if (comm_ != nullptr) {
+      pending.handle = comm_->reduce_scatter_async(pending.bucket, pending.shard);
+    } else {
+      backend_.copy(pending.shard, pending.bucket);
+    }
+  } else if (reduce && comm_ != nullptr) {
+    const Tensor range = grads_.view(unit.offset, {unit.padded_numel});
+    pending.handle =
+        settings_.stage == 0
+            ? comm_->all_reduce_async(range)
+            : comm_->reduce_scatter_async(range, grads_.view(shard.flat_offset, {shard.numel}));
+  } else {
+    return;
+  }
+  pending_.push_back(std::move(pending));
+  drain(2);
+}
+
+void ZeroEngine::drain(size_t keep) {
+  while (pending_.size() > keep) {
+    PendingReduce& front = pending_.front();
+    front.handle.wait();
+    if (front.shard.defined()) {
+      const UnitShard& shard = partition_.shards()[front.unit];
+      const Tensor owned = grads_.view(shard.partition_offset, {shard.numel});
+      backend_.add(owned, owned, front.shard);
+    }
+    pending_.pop_front();
+  }
+}
+
+void ZeroEngine::finish_gradients() { drain(0); }
+
+std::vector<Tensor> ZeroEngine::owned_gradient_views() const {
+  std::vector<Tensor> views;
+  for (const PartitionSegment& segment : optimizer_partition_.segments()) {
+    const int64_t offset = settings_.stage < 2 ? segment.flat_offset : segment.partition_offset;
+    views.push_back(grads_.view(offset, {segment.numel}));
+  }
+  return views;
+}
+
+NonFiniteCheck ZeroEngine::check_gradients() {
+  const std::vector<Tensor> views = owned_gradient_views();
+  NonFiniteCheck local = backend_.unscale_and_check(views, 1.0f);  // a factor of 1 changes no bit
+  if (local.found) {
+    local.tensor_index = static_cast<int>(
+        optimizer_partition_.segments()[static_cast<size_t>(local.tensor_index)].parameter);
+  }
+  if (settings_.stage == 0 || comm_ == nullptr) return local;  // every rank saw every gradient
+  // MAX over ranks of 2 * (count - parameter) + is_nan picks the first
+  // parameter holding inf/NaN, and NaN when one rank saw NaN there.
+  const float count = static_cast<float>(layout_.parameters().size());
+  const float mine = local.found ? 2.0f * (count - static_cast<float>(local.tensor_index)) +
+                                       (local.is_nan ? 1.0f : 0.0f)
+                                 : 0.0f;
+  Tensor flag = allocate(1, DType::kF32, MemoryCategory::kCommBuffers);
+  backend_.copy_from_host(flag, &mine);
+  comm_->all_reduce(flag, ReduceOp::kMax);
+  float agreed = 0.0f;
+  backend_.copy_to_host(&agreed, flag);
+  NonFiniteCheck out;
+  if (agreed > 0.0f) {
+    out.found = true;
+    out.is_nan = std::fmod(agreed, 2.0f) == 1.0f;
+    out.tensor_index = static_cast<int>(count - std::floor(agreed / 2.0f));
+  }
+  return out;
+}
+
+double ZeroEngine::gradient_norm(float loss_scale) {
+  const std::vector<Tensor> views = owned_gradient_views();
+  double sum = backend_.sum_squares(views);
+  if (settings_.stage > 0 && comm_ != nullptr) {
+    const float mine = static_cast<float>(sum);
+    Tensor total = allocate(1, DType::kF32, MemoryCategory::kCommBuffers);
+    backend_.copy_from_host(total, &mine);
+    comm_->all_reduce(total, ReduceOp::kSum);
+    float agreed = 0.0f;
+    backend_.copy_to_host(&agreed, total);
+    sum = agreed;
+  }
+  return std::sqrt(sum) / loss_scale;
+}
+
+void ZeroEngine::optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale) {
+  const bool working_is_partition = settings_.stage == 3;
+  const bool separate_working = params_.data() != master_.data();
+  const bool grads_are_partition = settings_.stage >= 2;
+  std::vector<AdamWParam> params;
+  for (const PartitionSegment& segment : optimizer_partition_.segments()) {
+    const Shape shape{segment.numel};
+    AdamWParam param;
+    param.master = master_.view(segment.partition_offset, shape);
+    param.m = adam_m_.view(segment.partition_offset, shape);
+    param.v = adam_v_.view(segment.partition_offset, shape);
+    param.grad =
+        grads_.view(grads_are_partition ? segment.partition_offset : segment.flat_offset, shape);
+    if (separate_working) {
+      param.param_out = params_.view(
+          working_is_partition ? segment.partition_offset : segment.flat_offset, shape);
+    }
+    param.decay = layout_.parameters()[segment.parameter].decay;
+    params.push_back(std::move(param));
+  }
+  adamw_step(backend_, params, hyper, step, grad_scale);
+  if (settings_.stage == 1 || settings_.stage == 2) gather_weights();
+}
+
+}  // namespace mixtrain
