@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Why: `make bench` runs every benchmark of the build in one go, each
 # printing its own table next to its peer (raw oneDNN for GEMMs, the scalar
-# loop for conversions), so README's figures are one command away.
+# loop for conversions, nccl-tests' bandwidth terms for collectives, PyTorch
+# for training), so README's figures are one command away.
 #
 #   bench/run_all.sh [BUILD_DIR]     (default build)
 set -euo pipefail
@@ -16,4 +17,16 @@ if [ -x "$build/bench/convert_bench" ]; then
   echo
   echo "== bulk conversion throughput (bytes read + written per second)"
   "$build/bench/convert_bench" --benchmark_min_time=0.3
+fi
+if [ -x "$build/bench/comm_bench" ]; then
+  echo
+  echo "== Gloo collectives over loopback, N local ranks (nccl-tests algbw/busbw)"
+  "$build/bench/comm_bench" --ranks 1,2,4
+fi
+echo
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "== training throughput: mixtrain train vs PyTorch (several minutes)"
+  /usr/bin/python3 bench/train_vs_pytorch.py "$build"
+else
+  echo "== training throughput vs PyTorch: skipped (/usr/bin/python3 cannot import torch)"
 fi

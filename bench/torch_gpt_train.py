@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""Why: mixtrain's training throughput means little without a peer. This
+trains the same GPT-2 (learned token and position embeddings, pre-LN blocks,
+causal attention, 4x MLP with tanh GELU, final LN, tied head, GPT-2 init)
+the way a PyTorch user would on this CPU: AdamW (betas 0.9/0.95, weight
+decay 0.1 on 2-D weights only, lr 6e-4 held constant: a schedule costs
+nothing), clip_grad_norm_ 1.0, fp32 or bf16 autocast, every core. (PyTorch
+1.13 runs bf16 GEMMs on oneDNN only with AVX-512; without it they fall back
+to ATen's generic loops.) After WARMUP untimed steps it times at
+least STEPS steps, and more until MIN_SECONDS have passed, and prints one
+line for bench/train_vs_pytorch.py, naming the BLAS library that ran the
+fp32 GEMMs (Debian's python3-torch uses whatever libblas.so.3 is installed:
+the reference netlib BLAS unless e.g. libopenblas0 is):
+
+  torch_gpt_train precision=fp32 params=10844160 steps=2 tokens_per_second=39.1 blas=PATH
+
+Usage: torch_gpt_train.py [--precision fp32|bf16] [--data FILE] [--steps N]
+       [--warmup N] [--min-seconds S] [--layers 6] [--heads 6] [--dim 384]
+       [--seq-len 256] [--micro-batch 8] [--seed 1337]
+Without --data it trains on random bytes (throughput does not depend on them).
+"""
+import argparse
+import math
+import os
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB = 256  # bytes
+INIT_STD = 0.02
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+
+    def __init__(self, dim, heads, seq_len):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(dim)
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.attn_proj = nn.Linear(dim, dim)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.c_fc = nn.Linear(dim, 4 * dim)
+        self.mlp_proj = nn.Linear(4 * dim, dim)
+        self.register_buffer("causal", torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)))
+
+    def forward(self, x):  # x (B,T,C)
+        B, T, C = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
+        att = scores.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(dim=-1)
+        x = x + self.attn_proj((att @ v).transpose(1, 2).reshape(B, T, C))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, heads, dim, seq_len):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, dim)
+        self.wpe = nn.Embedding(seq_len, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads, seq_len) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(dim)
+        # GPT-2 init: N(0, 0.02) weights, residual projections scaled by
+        # 1/sqrt(2 layers), zero biases, LayerNorm (1, 0).
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                residual = name.endswith(("attn_proj.weight", "mlp_proj.weight"))
+                nn.init.normal_(p, 0.0, INIT_STD / math.sqrt(2 * layers) if residual else INIT_STD)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, tokens, targets):  # tokens, targets (B,T)
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
+        return F.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
+
+
+def load_tokens(path, seed):
+    """The training split: bytes of `path` before mixtrain's 10% validation tail."""
+    if path is None:
+        return torch.randint(0, VOCAB, (1 << 20,), generator=torch.Generator().manual_seed(seed))
+    with open(path, "rb") as f:
+        data = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8).long()
+    return data[: int(len(data) * 0.9)]
+
+
+def blas_libraries():
+    """The BLAS shared libraries this process mapped, or "linked-in" (e.g. static MKL)."""
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f if "blas" in line.rsplit("/", 1)[-1]}
+    return ",".join(sorted(paths)) or "linked-in"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--data")
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--min-seconds", type=float, default=20.0)
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--heads", type=int, default=6)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--seq-len", type=int, default=256)
+    parser.add_argument("--micro-batch", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=1337)
+    args = parser.parse_args()
+
+    torch.set_num_threads(os.cpu_count())
+    torch.manual_seed(args.seed)
+    model = GPT(args.layers, args.heads, args.dim, args.seq_len)
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    no_decay = [p for p in model.parameters() if p.dim() != 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=6e-4, betas=(0.9, 0.95))
+    data = load_tokens(args.data, args.seed)
+    B, T = args.micro_batch, args.seq_len
+
+    def step():
+        starts = torch.randint(0, len(data) - T, (B,))
+        window = torch.stack([data[s:s + T + 1] for s in starts])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = model(window[:, :-1], window[:, 1:])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    for _ in range(args.warmup):
+        step()
+    start = time.perf_counter()
+    steps = 0
+    while steps < args.steps or time.perf_counter() - start < args.min_seconds:
+        step()
+        steps += 1
+    seconds = time.perf_counter() - start
+    params = sum(p.numel() for p in model.parameters())
+    print(f"torch_gpt_train precision={args.precision} params={params} steps={steps} "
+          f"tokens_per_second={steps * B * T / seconds:.1f} blas={blas_libraries()}")
+
+
+if __name__ == "__main__":
+    main()
