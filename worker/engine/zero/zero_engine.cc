@@ -105,6 +105,7 @@ ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, Zer
 
 ZeroEngine::~ZeroEngine() {
   try {
+    if (prefetch_) prefetch_->handle.wait();
     drain(0);
   } catch (const EngineError&) {
     // The ring already failed; the error reached whoever called the step.
@@ -153,6 +154,32 @@ std::vector<float> ZeroEngine::gather(State which) {
   return full;
 }
 
+std::vector<float> ZeroEngine::owned_values(State which) const {
+  const Tensor& tensor = state_tensor(which);
+  std::vector<float> packed;
+  for (const PartitionSegment& segment : optimizer_partition_.segments()) {
+    const size_t next = packed.size();
+    packed.resize(next + static_cast<size_t>(segment.numel));
+    backend_.copy_to_host(packed.data() + next,
+                          tensor.view(segment.partition_offset, {segment.numel}));
+  }
+  return packed;
+}
+
+void ZeroEngine::load_owned(State which, std::span<const float> packed) {
+  int64_t owned = 0;
+  for (const PartitionSegment& segment : optimizer_partition_.segments()) owned += segment.numel;
+  MIXTRAIN_CHECK_ARG(static_cast<int64_t>(packed.size()) == owned,
+                     "ZeroEngine::load_owned: got " + std::to_string(packed.size()) +
+                         " values, this rank owns " + std::to_string(owned));
+  const Tensor& tensor = state_tensor(which);
+  const float* next = packed.data();
+  for (const PartitionSegment& segment : optimizer_partition_.segments()) {
+    backend_.copy_from_host(tensor.view(segment.partition_offset, {segment.numel}), next);
+    next += segment.numel;
+  }
+}
+
 void ZeroEngine::refresh_weights() {
   if (settings_.stage == 0 || settings_.stage == 3) {
     if (params_.data() != master_.data()) backend_.cast(params_, master_);
@@ -189,18 +216,44 @@ GptWeights& ZeroEngine::eval_weights() {
   return *weights_;
 }
 
-void ZeroEngine::on_acquire(size_t unit_index, GptPass pass) {
+std::optional<size_t> ZeroEngine::next_unit(size_t unit, GptPass pass) const {
+  const size_t lnf = layout_.lnf_unit();
+  if (pass == GptPass::kForward) {  // embeddings, h.0 ... h.L-1, ln_f
+    if (unit == lnf) return std::nullopt;
+    return unit + 1;
+  }
+  // Backward: embeddings (head), ln_f, h.L-1 ... h.0.
+  if (unit == ParameterLayout::kEmbeddingsUnit) return lnf;
+  if (unit == layout_.block_unit(0)) return std::nullopt;
+  return unit - 1;
+}
+
+void ZeroEngine::start_gather(size_t unit_index) {
   const ParameterUnit& unit = layout_.units()[unit_index];
   const UnitShard& shard = partition_.shards()[unit_index];
+  Prefetch prefetch{unit_index,
+                    allocate(unit.padded_numel, compute_dtype_, MemoryCategory::kGatheredParams),
+                    CommHandle()};
+  const Tensor chunk = params_.view(shard.partition_offset, {shard.numel});
+  if (comm_ != nullptr) {
+    prefetch.handle = comm_->all_gather_async(chunk, prefetch.buffer);
+  } else {
+    backend_.copy(prefetch.buffer, chunk);
+  }
+  prefetch_ = std::move(prefetch);
+}
+
+void ZeroEngine::on_acquire(size_t unit_index, GptPass pass) {
+  const ParameterUnit& unit = layout_.units()[unit_index];
   if (settings_.stage == 3) {
-    Tensor gathered = allocate(unit.padded_numel, compute_dtype_, MemoryCategory::kGatheredParams);
-    const Tensor chunk = params_.view(shard.partition_offset, {shard.numel});
-    if (comm_ != nullptr) {
-      comm_->all_gather(chunk, gathered);
-    } else {
-      backend_.copy(gathered, chunk);
+    if (!prefetch_ || prefetch_->unit != unit_index) {
+      if (prefetch_) prefetch_->handle.wait();  // a pass that stopped early
+      start_gather(unit_index);
     }
-    gathered_[unit_index] = std::move(gathered);
+    prefetch_->handle.wait();
+    gathered_[unit_index] = std::move(prefetch_->buffer);
+    prefetch_.reset();
+    if (const std::optional<size_t> next = next_unit(unit_index, pass)) start_gather(*next);
   }
   if (pass == GptPass::kBackward && settings_.stage >= 2)
     buckets_[unit_index] = allocate(unit.padded_numel, grad_dtype_, MemoryCategory::kCommBuffers);

@@ -14,8 +14,9 @@
 //
 // Partitions follow ZeroPartition: rank r owns chunk r of every unit of
 // the padded layout (Gpt built with unit_alignment = world size). Stage 3
-// all-gathers a unit's weights when the GPT acquires it and frees them on
-// release; stages 2 and 3 give backward a unit-sized gradient bucket and
+// all-gathers a unit's weights when the GPT acquires it (having started
+// the gather when the unit before it in the pass was acquired) and frees
+// them on release; stages 2 and 3 give backward a unit-sized gradient bucket and
 // reduce-scatter it into the partition when backward releases the unit,
 // with at most two buckets in flight. Offload puts master and moments
 // (offload_optimizer) and stage 3's weight partition (offload_params) in
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -74,6 +76,13 @@ class ZeroEngine {
   // The `which` tensor of the whole padded layout (numel() values),
   // gathered from every rank's partition (a collective).
   std::vector<float> gather(State which);
+  // The `which` tensor's elements at optimizer_partition().segments(),
+  // packed in segment order: the values this rank owns, without padding.
+  std::vector<float> owned_values(State which) const;
+  // The inverse: copies `packed` (owned_values' order and size) into the
+  // `which` tensor, whose padding is left as it is (zero). After the master
+  // weights changed, refresh_weights() must follow.
+  void load_owned(State which, std::span<const float> packed);
   // Re-derives the working weights from the master weights (on every rank).
   void refresh_weights();
 
@@ -115,6 +124,10 @@ class ZeroEngine {
   // Called by Weights: gather / free stage 3 weights, start reductions.
   void on_acquire(size_t unit, GptPass pass);
   void on_release(size_t unit, GptPass pass, bool reduce);
+  // The unit a pass acquires after `unit`, or nullopt after its last.
+  std::optional<size_t> next_unit(size_t unit, GptPass pass) const;
+  // Starts the stage-3 gather of `unit`'s weights into a new buffer.
+  void start_gather(size_t unit);
   // Waits for pending reductions until at most `keep` remain.
   void drain(size_t keep);
   // Gathers the owned chunks of the full working weights (stages 1, 2).
@@ -135,7 +148,13 @@ class ZeroEngine {
   Tensor grads_;   // full gradients (stages 0, 1) or partition (stages 2, 3)
   Tensor master_, adam_m_, adam_v_;
   std::vector<Tensor> gathered_;  // stage 3: per unit, while acquired
-  std::vector<Tensor> buckets_;   // stages 2, 3: per unit, during backward
+  struct Prefetch {
+    size_t unit;
+    Tensor buffer;
+    CommHandle handle;
+  };
+  std::optional<Prefetch> prefetch_;  // stage 3: the next unit's gather in flight
+  std::vector<Tensor> buckets_;       // stages 2, 3: per unit, during backward
   std::deque<PendingReduce> pending_;
   std::unique_ptr<Weights> weights_;
 };
