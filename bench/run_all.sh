@@ -22,6 +22,9 @@ if [ -x "$build/bench/comm_bench" ]; then
   echo
   echo "== Gloo collectives over loopback, N local ranks (nccl-tests algbw/busbw)"
   "$build/bench/comm_bench" --ranks 1,2,4
+  echo
+  echo "== ZeRO: step time, model-state memory and traffic per stage, N local ranks"
+  /usr/bin/python3 bench/zero_step_bench.py "$build"
 fi
 echo
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then

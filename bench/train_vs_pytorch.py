@@ -22,43 +22,16 @@ another).
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPEC = os.path.join(ROOT, "examples", "shakespeare-char.yaml")
-CORPUS = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
-STEP_LINE = re.compile(r"^step (\d+)/\d+ .* (\d+) tok/s")
+from mixtrain_runs import CORPUS, ROOT, run, train
 
 
-def run(command):
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n"
-                 f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
-    return result.stdout
-
-
-def mixtrain(build, precision, data, steps, warmup, scratch):
+def mixtrain(build, precision, steps, warmup, scratch):
     """(timed tokens/s, summary tokens/s, param_count) of `mixtrain train`."""
-    summary_path = os.path.join(scratch, f"summary-{precision}.json")
-    total = warmup + steps
-    out = run([os.path.join(build, "client", "mixtrain"), "train", SPEC,
-               "--set", f"data.train={data}", "--set", f"train.steps={total}",
-               "--set", "train.warmup_steps=0", "--set", "train.eval_batches=0",
-               "--set", f"checkpoint.every={total}",
-               "--set", f"checkpoint.dir={os.path.join(scratch, 'ckpt-' + precision)}",
-               "--set", f"precision.compute={precision}", "--set", "precision.loss_scale=none",
-               "--set", "resources.backend=cpu", "--summary-json", summary_path])
-    rates = [float(m.group(2)) for m in map(STEP_LINE.match, out.splitlines())
-             if m and int(m.group(1)) > warmup]
-    if len(rates) != steps:
-        sys.exit(f"mixtrain printed {len(rates)} timed step lines, expected {steps}:\n{out}")
-    with open(summary_path) as f:
-        summary = json.load(f)
-    timed = steps / sum(1.0 / rate for rate in rates)  # every step trains as many tokens
+    timed, summary = train(build, scratch, precision, steps, warmup,
+                           [f"precision.compute={precision}", "precision.loss_scale=none"])
     return timed, summary["tokens_per_second"], summary["param_count"]
 
 
@@ -98,8 +71,8 @@ def main():
     notes = []
     with tempfile.TemporaryDirectory(prefix="mixtrain-train-bench-") as scratch:
         for precision in ("fp32", "bf16"):
-            ours, ours_summary, params = mixtrain(build, precision, data, args.steps,
-                                                  args.warmup, scratch)
+            ours, ours_summary, params = mixtrain(build, precision, args.steps, args.warmup,
+                                                  scratch)
             peer = pytorch(precision, data, args.torch_steps, args.torch_warmup)
             if int(peer["params"]) != params:
                 sys.exit(f"parameter counts differ: mixtrain {params}, PyTorch {peer['params']}")
