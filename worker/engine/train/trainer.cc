@@ -37,6 +37,7 @@ ZeroSettings zero_settings(const config::ZeroSpec& zero) {
   out.stage = static_cast<int>(zero.stage);
   out.offload_optimizer = zero.offload_optimizer == config::OffloadTarget::kCpu;
   out.offload_params = zero.offload_params == config::OffloadTarget::kCpu;
+  out.bucket_bytes = zero.bucket_mb << 20;
   return out;
 }
 

@@ -275,15 +275,32 @@ void ZeroEngine::on_release(size_t unit_index, GptPass pass, bool reduce) {
     } else {
       backend_.copy(pending.shard, pending.bucket);
     }
+  } else if (reduce && comm_ != nullptr && settings_.stage == 1) {
+    pending.handle = comm_->reduce_scatter_async(grads_.view(unit.offset, {unit.padded_numel}),
+                                                 grads_.view(shard.flat_offset, {shard.numel}));
   } else if (reduce && comm_ != nullptr) {
-    const Tensor range = grads_.view(unit.offset, {unit.padded_numel});
-    pending.handle =
-        settings_.stage == 0
-            ? comm_->all_reduce_async(range)
-            : comm_->reduce_scatter_async(range, grads_.view(shard.flat_offset, {shard.numel}));
+    // Backward releases units from the end of the buffer to its start, so
+    // the open bucket grows downwards and stays contiguous.
+    if (bucket_begin_ == bucket_end_) bucket_end_ = unit.offset + unit.padded_numel;
+    bucket_begin_ = unit.offset;
+    const int64_t bytes =
+        (bucket_end_ - bucket_begin_) * static_cast<int64_t>(dtype_size(grad_dtype_));
+    if (bytes >= settings_.bucket_bytes || unit_index == ParameterLayout::kEmbeddingsUnit)
+      flush_bucket();
+    return;
   } else {
     return;
   }
+  pending_.push_back(std::move(pending));
+  drain(2);
+}
+
+void ZeroEngine::flush_bucket() {
+  if (bucket_begin_ == bucket_end_) return;
+  PendingReduce pending;
+  pending.handle =
+      comm_->all_reduce_async(grads_.view(bucket_begin_, {bucket_end_ - bucket_begin_}));
+  bucket_begin_ = bucket_end_ = 0;
   pending_.push_back(std::move(pending));
   drain(2);
 }
@@ -301,7 +318,10 @@ void ZeroEngine::drain(size_t keep) {
   }
 }
 
-void ZeroEngine::finish_gradients() { drain(0); }
+void ZeroEngine::finish_gradients() {
+  if (settings_.stage == 0 && comm_ != nullptr) flush_bucket();
+  drain(0);
+}
 
 std::vector<Tensor> ZeroEngine::owned_gradient_views() const {
   std::vector<Tensor> views;

@@ -42,6 +42,10 @@ struct ZeroSettings {
   int stage = 0;                   // 0..3
   bool offload_optimizer = false;  // master, m and v in the host pool
   bool offload_params = false;     // stage 3: the weight partition in the host pool
+  // Stage 0 all-reduces gradients in buckets of consecutive units of at
+  // least this many bytes (the last one smaller); stages 1-3 reduce each
+  // unit on its own, as its chunks are the partition.
+  int64_t bucket_bytes = 25 << 20;
 };
 
 class ZeroEngine {
@@ -128,6 +132,8 @@ class ZeroEngine {
   std::optional<size_t> next_unit(size_t unit, GptPass pass) const;
   // Starts the stage-3 gather of `unit`'s weights into a new buffer.
   void start_gather(size_t unit);
+  // Stage 0: submits the all-reduce of the open bucket, if any.
+  void flush_bucket();
   // Waits for pending reductions until at most `keep` remain.
   void drain(size_t keep);
   // Gathers the owned chunks of the full working weights (stages 1, 2).
@@ -156,6 +162,8 @@ class ZeroEngine {
   std::optional<Prefetch> prefetch_;  // stage 3: the next unit's gather in flight
   std::vector<Tensor> buckets_;       // stages 2, 3: per unit, during backward
   std::deque<PendingReduce> pending_;
+  // Stage 0: the released units' gradient range not yet submitted, [begin, end).
+  int64_t bucket_begin_ = 0, bucket_end_ = 0;
   std::unique_ptr<Weights> weights_;
 };
 
