@@ -131,9 +131,11 @@ TEST_F(ZeroEquivalence, Stage0BucketsOfBucketMbMatchOneProcess) {
 
 // DESIGN.md §6 per rank for 16-bit compute, in bytes, over Psi_p (the
 // parameters plus each unit's padding to a multiple of N): params, grads,
-// master and optimizer state, and what offload moves to the host pool.
+// master and optimizer state, and what offload moves to the host pool; and
+// the bf16 weights against one process, within bf16's rounding.
 TEST_F(ZeroEquivalence, Bf16MemoryAndCommunicationFollowTheZeroFormulas) {
   const GptConfig model{2, 2, 32, 16, 256};
+  const std::vector<float> reference = train(RunConfig{1, 0, false, false, "bf16"});
   for (int ranks : {2, 4}) {
     const ParameterLayout layout(model, ranks);
     const int64_t psi = layout.param_count(), psi_p = layout.numel(), shard = psi_p / ranks;
@@ -143,7 +145,14 @@ TEST_F(ZeroEquivalence, Bf16MemoryAndCommunicationFollowTheZeroFormulas) {
         if (offload && stage == 0) continue;
         const RunConfig config{ranks, stage, offload, offload && stage == 3, "bf16"};
         Json summary;
-        train(config, &summary);
+        const Difference diff = difference(train(config, &summary), reference);
+        std::printf("%-28s vs one process: relative L2 %.3g, max-norm %.3g\n",
+                    config.name().c_str(), diff.l2, diff.max_norm);
+        // bf16 gradients are summed across ranks with a rounding to bf16
+        // (8 significant bits) per ring hop, which one process never does:
+        // measured 5-6e-4 relative L2 and about 2e-3 max-norm after 4 steps.
+        EXPECT_LE(diff.l2, 2e-3) << config.name();
+        EXPECT_LE(diff.max_norm, 1e-2) << config.name();
         const int64_t params = 2 * (stage == 3 ? shard : psi_p);
         const int64_t grads = 2 * (stage >= 2 ? shard : psi_p);
         const int64_t master = 4 * (stage >= 1 ? shard : psi_p);
