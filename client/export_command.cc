@@ -1,4 +1,7 @@
-// Why: implementation of `mixtrain export` (see export_command.h).
+// Why: implementation of `mixtrain export` (see export_command.h). It
+// streams: each HF tensor is gathered from the checkpoint's shards and
+// written before the next, so only one parameter is ever copied, however
+// large the model and its optimizer state.
 #include "export_command.h"
 
 #include <filesystem>
@@ -19,8 +22,13 @@ int run_export_command(const ExportCommandArgs& args, std::ostream& err) {
                        "--dtype " + args.dtype + ": must be one of fp32, fp16, bf16");
     MIXTRAIN_CHECK_ARG(!std::filesystem::exists(args.output),
                        "-O " + args.output + ": the file exists; export will not overwrite it");
-    const CheckpointWeights weights = load_checkpoint_weights(args.checkpoint);
-    export_hf_safetensors(args.output, weights.state.model, weights.master, dtype);
+    // Parameter by parameter, gathered from the shards' master weights.
+    const TrainerCheckpoint checkpoint = open_trainer_checkpoint(args.checkpoint);
+    const auto parameter = [&checkpoint](const ParameterInfo& info) {
+      const FlatRun run{info.offset, info.numel};
+      return checkpoint.shards.read(kMasterTensorName, {&run, 1});
+    };
+    export_hf_safetensors(args.output, checkpoint.state.model, parameter, dtype);
     return 0;
   } catch (const EngineError& e) {
     err << "mixtrain export: " << e.what() << "\n";

@@ -35,14 +35,22 @@ int parse_int(const char* name, std::string_view text) {
   return value;
 }
 
-// Waits for any child; returns its pid and exit code (1 for a signal), or
-// -1 when none ended before `deadline`.
-std::pair<pid_t, int> wait_any(std::chrono::steady_clock::time_point deadline) {
+// How a child ended.
+struct Ended {
+  pid_t pid = -1;  // -1: none ended before the deadline
+  int exit_code = 0;
+  int signal = 0;  // nonzero when a signal ended it (exit_code is then 1)
+};
+
+Ended wait_any(std::chrono::steady_clock::time_point deadline) {
   while (true) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) return {pid, WIFEXITED(status) ? WEXITSTATUS(status) : 1};
-    if (pid < 0 || std::chrono::steady_clock::now() >= deadline) return {-1, 0};
+    if (pid > 0) {
+      if (WIFEXITED(status)) return {pid, WEXITSTATUS(status), 0};
+      return {pid, 1, WIFSIGNALED(status) ? WTERMSIG(status) : 0};
+    }
+    if (pid < 0 || std::chrono::steady_clock::now() >= deadline) return {};
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -131,18 +139,23 @@ int run_local_ranks(const std::vector<std::string>& argv, int world_size, std::o
   std::vector<pid_t> running = pids;
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (!running.empty()) {
-    const auto [pid, code] = wait_any(deadline);
-    if (pid < 0) {
+    const Ended ended = wait_any(deadline);
+    if (ended.pid < 0) {
       err << "mixtrain train: ending " << running.size()
           << " rank(s) still running after a rank failed\n";
       for (pid_t p : running) kill(p, SIGKILL);
-      while (wait_any(std::chrono::steady_clock::now() + std::chrono::seconds(10)).first > 0) {
+      while (wait_any(std::chrono::steady_clock::now() + std::chrono::seconds(10)).pid > 0) {
       }
       break;
     }
-    std::erase(running, pid);
-    if (code != 0 && exit_code == 0) {
-      exit_code = code;
+    std::erase(running, ended.pid);
+    const auto rank = std::find(pids.begin(), pids.end(), ended.pid) - pids.begin();
+    if (ended.signal != 0) {
+      err << "mixtrain train: rank " << rank << " (pid " << ended.pid << ") was killed by signal "
+          << ended.signal << " (" << strsignal(ended.signal) << ")\n";
+    }
+    if (ended.exit_code != 0 && exit_code == 0) {
+      exit_code = ended.exit_code;
       deadline = std::chrono::steady_clock::now() + timeout + std::chrono::seconds(10);
     }
   }

@@ -55,7 +55,7 @@ void ProgressPrinter::print_step(const StepProgress& step) {
     out_ << "\r\033[K" << text << std::flush;
     line_open_ = true;
   } else {
-    out_ << text << "\n";
+    out_ << text << "\n" << std::flush;  // a log followed live, or cut short by a kill
   }
 }
 

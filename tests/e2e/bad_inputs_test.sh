@@ -86,7 +86,7 @@ variant() {
   || { cat "$work/export.txt"; fail "export of the good run failed"; }
 checkpoint=step_00000002
 for broken in corrupt truncated; do cp -r "$work/good/$checkpoint" "$work/$broken"; done
-python3 - "$work/corrupt/trainer.safetensors" <<'EOF'
+python3 - "$work/corrupt/shard-00000-of-00001.safetensors" <<'EOF'
 import sys
 with open(sys.argv[1], "r+b") as f:   # flip one bit in the middle of the weights
     f.seek(f.seek(0, 2) // 2)
@@ -94,7 +94,7 @@ with open(sys.argv[1], "r+b") as f:   # flip one bit in the middle of the weight
     f.seek(-1, 1)
     f.write(bytes([byte ^ 0x01]))
 EOF
-truncate -s -4 "$work/truncated/trainer.safetensors"
+truncate -s -4 "$work/truncated/shard-00000-of-00001.safetensors"
 mkdir "$work/no_checkpoint"
 
 declare -A seen
@@ -202,9 +202,9 @@ summary=$work/no_dir/summary.json reject summary_no_dir \
   "cannot write --summary-json no_dir/summary.json: no directory no_dir" "$(variant summary_no_dir '')"
 
 # Checkpoints given to --resume or model.init_from: refused, never loaded.
-reject corrupt_checkpoint "checkpoint corrupt: file trainer.safetensors has CRC32C" \
+reject corrupt_checkpoint "checkpoint corrupt: file shard-00000-of-00001.safetensors has CRC32C" \
   "$(variant corrupt_checkpoint '')" --resume "$work/corrupt"
-reject truncated_checkpoint "checkpoint truncated: file trainer.safetensors has" \
+reject truncated_checkpoint "checkpoint truncated: file shard-00000-of-00001.safetensors has" \
   "$(variant truncated_checkpoint '')" --resume "$work/truncated"
 reject no_checkpoint "no complete checkpoint in no_checkpoint" \
   "$(variant no_checkpoint '')" --resume "$work/no_checkpoint"

@@ -1,17 +1,20 @@
 #!/usr/bin/python3
 """Why: `mixtrain export` must write a file that Hugging Face GPT-2 code can
-use. This trains a tiny job with the real binary, exports it, reads the file
-with a reader written from the safetensors spec (the `safetensors` package
-is not assumed), and checks that every GPT2LMHeadModel parameter is there
-under its HF name and HF shape, equal to the checkpoint's master weights
-(Conv1D weights transposed to (in, out)), with no lm_head.weight (tied), and
-that the torch GPT-2 of tests/parity/gpt2_torch.py runs on it to a finite
-loss near the uniform guess.
+use. This trains a tiny job with the real binary (two ranks at ZeRO stage 3,
+so the checkpoint is two shards), exports it, reads the file with a reader
+written from the safetensors spec (the `safetensors` package is not
+assumed), and checks that every GPT2LMHeadModel parameter is there under its
+HF name and HF shape, equal to the checkpoint's master weights (assembled
+here from the shards' "segments" metadata; Conv1D weights transposed to
+(in, out)), with no lm_head.weight (tied), and that the torch GPT-2 of
+tests/parity/gpt2_torch.py runs on it to a finite loss near the uniform
+guess.
 
 Usage: hf_export_check.py PATH/TO/mixtrain SOURCE_DIR
 Exit codes: 0 pass, 1 mismatch or error, 77 skipped (no torch/numpy).
 """
 import glob
+import json
 import math
 import os
 import subprocess
@@ -44,6 +47,30 @@ def hf_shapes():
     return shapes
 
 
+def checkpoint_master(checkpoint, config):
+    """The master weights of a checkpoint directory, assembled from its shards."""
+    shards = sorted(glob.glob(os.path.join(checkpoint, "shard-*-of-*.safetensors")))
+    pieces = []
+    for shard in shards:
+        metadata, tensors = read_safetensors(shard)
+        if metadata.get(CONFIG_KEY) != ",".join(map(str, config)):
+            raise RuntimeError(
+                f"{shard}: {CONFIG_KEY} {metadata.get(CONFIG_KEY)!r}, want {config}")
+        packed = 0
+        for offset, numel in json.loads(metadata["segments"]):
+            pieces.append((offset, tensors["master"][packed:packed + numel]))
+            packed += numel
+    pieces.sort(key=lambda piece: piece[0])
+    covered = 0
+    for offset, values in pieces:
+        if offset != covered:
+            raise RuntimeError(f"the shards {shards} do not tile the model at value {covered}")
+        covered += values.size
+    if len(shards) != 2:
+        raise RuntimeError(f"expected the two ranks' shards, got {shards}")
+    return np.concatenate([values for _, values in pieces])
+
+
 def run(*args):
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
@@ -55,8 +82,9 @@ def main():
     mixtrain, source_dir = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as work:
         sets = [f"model.layers={LAYERS}", f"model.heads={HEADS}", f"model.dim={DIM}",
-                f"model.seq_len={SEQ}", "train.micro_batch=4", "train.warmup_steps=2",
-                "train.steps=4", "train.eval_batches=1", "resources.workers=1",
+                f"model.seq_len={SEQ}", "train.warmup_steps=2",
+                "train.steps=4", "train.eval_batches=1", "resources.workers=2",
+                "train.micro_batch=2", "zero.stage=3",
                 f"checkpoint.dir={work}/ckpt"]
         args = [mixtrain, "train", os.path.join(source_dir, "examples", "demo.yaml")]
         for s in sets:
@@ -65,20 +93,18 @@ def main():
         exported = os.path.join(work, "model.safetensors")
         run(mixtrain, "export", f"{work}/ckpt", "--format", "safetensors", "-O", exported)
         metadata, tensors = read_safetensors(exported)
-        newest = sorted(glob.glob(f"{work}/ckpt/step_*"))[-1]
-        _, checkpoint = read_safetensors(os.path.join(newest, "trainer.safetensors"))
+        config = GptConfig(LAYERS, HEADS, DIM, SEQ, VOCAB)
+        master = checkpoint_master(sorted(glob.glob(f"{work}/ckpt/step_*"))[-1], config)
 
     failures = []
     if metadata.get("format") != "pt":
         failures.append(f"metadata format {metadata.get('format')!r}, want 'pt'")
-    config = GptConfig(LAYERS, HEADS, DIM, SEQ, VOCAB)
     if metadata.get(CONFIG_KEY) != ",".join(map(str, config)):
         failures.append(f"metadata {CONFIG_KEY} {metadata.get(CONFIG_KEY)!r}, want {config}")
     shapes = hf_shapes()
     extra = sorted(set(tensors) - set(shapes))
     if extra:
         failures.append(f"unexpected tensors {extra} (lm_head.weight is tied and omitted)")
-    master = checkpoint["master"]
     offset = 0
     for name, shape in shapes.items():
         numel = math.prod(shape)

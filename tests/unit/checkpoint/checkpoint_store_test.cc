@@ -4,6 +4,8 @@
 // and check each is refused or ignored, and that retention keeps the newest.
 #include "checkpoint/checkpoint_store.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,20 +14,18 @@
 #include <string>
 #include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "checkpoint/crc32c.h"
 #include "checkpoint/manifest.h"
 #include "common/error.h"
+#include "test_support/engine_error.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test_support::TempDir;
+using ::testing::HasSubstr;
 
 // The trainer-side data of one checkpoint, owning the tensor bytes.
 struct TrainerData {
@@ -153,7 +153,8 @@ TEST(CheckpointStoreTest, ManifestRecordsEverySizeAndChecksum) {
 TEST(CheckpointStoreTest, TruncatedDataFileIsRefused) {
   TempDir dir;
   const fs::path path = save_step(dir.path(), 10);
-  fs::resize_file(path / "optimizer.safetensors", fs::file_size(path / "optimizer.safetensors") - 4);
+  fs::resize_file(path / "optimizer.safetensors",
+                  fs::file_size(path / "optimizer.safetensors") - 4);
   const std::string message = load_error(path);
   EXPECT_THAT(message, HasSubstr("file optimizer.safetensors has"));
   EXPECT_THAT(message, HasSubstr("(truncated or replaced)"));
@@ -200,7 +201,7 @@ TEST(CheckpointStoreTest, CheckpointWithoutValidManifestIsIgnored) {
 TEST(CheckpointStoreTest, ListIgnoresForeignNamesAndMismatchedSteps) {
   TempDir dir;
   const fs::path saved = save_step(dir.path(), 7);
-  fs::create_directory(dir.path() / "step_7");   // not the canonical name
+  fs::create_directory(dir.path() / "step_7");  // not the canonical name
   fs::create_directory(dir.path() / "notes");
   std::ofstream(dir.path() / "step_00000008") << "a file, not a directory";
   fs::copy(saved, dir.path() / "step_00000009");  // manifest says step 7
@@ -239,9 +240,9 @@ TEST(CheckpointStoreTest, RetentionKeepsTheNewestK) {
   for (int64_t step : {100, 200, 300, 400, 500}) save_step(dir.path(), step);
   fs::create_directory(dir.path() / "step_00000050");  // no manifest: left alone
   const std::vector<fs::path> removed = retain_checkpoints(dir.path(), 2);
-  EXPECT_EQ(removed, (std::vector<fs::path>{dir.path() / "step_00000100",
-                                            dir.path() / "step_00000200",
-                                            dir.path() / "step_00000300"}));
+  EXPECT_EQ(removed,
+            (std::vector<fs::path>{dir.path() / "step_00000100", dir.path() / "step_00000200",
+                                   dir.path() / "step_00000300"}));
   EXPECT_EQ(listed_steps(dir.path()), (std::vector<int64_t>{400, 500}));
   EXPECT_EQ(entries(dir.path()),
             (std::vector<std::string>{"step_00000050", "step_00000400", "step_00000500"}));
@@ -285,6 +286,105 @@ TEST(CheckpointStoreTest, StateOnlyCheckpointRoundTrips) {
   EXPECT_EQ(loaded.step, 0);
   EXPECT_TRUE(loaded.files.empty());
   EXPECT_EQ(loaded.state, trainer_state(0));
+}
+
+// The ranks of a job build one checkpoint: the owner begins it, each
+// writer (here: a child process, as another rank would be) writes its file
+// into the owner's temporary directory, and the owner commits them all.
+TEST(CheckpointBuilderTest, ManifestListsEveryWritersFile) {
+  TempDir dir;
+  const TrainerData data(5);
+  const fs::path temporary = begin_checkpoint(dir.path(), 5);
+  EXPECT_EQ(temporary, checkpoint_temporary_dir(dir.path(), 5, ::getpid()));
+  const CheckpointFiles files = data.files();
+  std::vector<ManifestFile> written;
+  for (const auto& [name, tensors] : files) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      try {
+        write_checkpoint_file(checkpoint_temporary_dir(dir.path(), 5, ::getppid()), name, tensors);
+      } catch (const EngineError&) {
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << name;
+    std::ifstream in(temporary / name, std::ios::binary);
+    const std::string bytes(std::istreambuf_iterator<char>(in), {});
+    written.push_back(ManifestFile{name, bytes.size(), crc32c(std::as_bytes(std::span(bytes)))});
+  }
+  EXPECT_TRUE(list_checkpoints(dir.path()).empty());  // nothing until the commit
+  const fs::path path = commit_checkpoint(temporary, 5, written, trainer_state(5));
+  EXPECT_EQ(path, dir.path() / "step_00000005");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"step_00000005"});
+  std::ifstream in(path / "manifest.json");
+  const CheckpointManifest manifest =
+      parse_manifest(std::string(std::istreambuf_iterator<char>(in), {}));
+  ASSERT_EQ(manifest.files.size(), written.size());
+  for (size_t i = 0; i < written.size(); ++i) {
+    EXPECT_EQ(manifest.files[i].name, written[i].name);
+    EXPECT_EQ(manifest.files[i].bytes, written[i].bytes);
+    EXPECT_EQ(manifest.files[i].crc32c, written[i].crc32c);
+  }
+  EXPECT_EQ(load_checkpoint(path).state, trainer_state(5));
+}
+
+// A job killed after its ranks wrote their files but before the commit:
+// the checkpoint never appears, and retention clears what its dead owner left.
+TEST(CheckpointBuilderTest, CrashBeforeCommitLeavesOnlyAnIgnoredTemporary) {
+  TempDir dir;
+  save_step(dir.path(), 1);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      const TrainerData data(2);
+      const fs::path temporary = begin_checkpoint(dir.path(), 2);
+      for (const auto& [name, tensors] : data.files())
+        write_checkpoint_file(temporary, name, tensors);
+    } catch (const EngineError&) {
+      ::_exit(1);
+    }
+    ::_exit(0);  // dies without commit_checkpoint
+  }
+  ::waitpid(child, nullptr, 0);
+  const fs::path orphan = checkpoint_temporary_dir(dir.path(), 2, child);
+  EXPECT_EQ(entries(orphan),
+            (std::vector<std::string>{"model.safetensors", "optimizer.safetensors"}));
+  EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{1});
+  EXPECT_EQ(latest_checkpoint(dir.path())->step, 1);
+  EXPECT_EQ(retain_checkpoints(dir.path(), 3), std::vector<fs::path>{orphan});
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"step_00000001"});
+}
+
+TEST(CheckpointBuilderTest, CommitRefusesFilesThatAreNotAsListed) {
+  TempDir dir;
+  const TrainerData data(3);
+  const fs::path temporary = begin_checkpoint(dir.path(), 3);
+  std::vector<ManifestFile> written;
+  for (const auto& [name, tensors] : data.files())
+    written.push_back(write_checkpoint_file(temporary, name, tensors));
+  // Whether committing `files` as step `step` is refused naming `fragment`.
+  const auto refused = [&](const std::vector<ManifestFile>& files, const std::string& fragment,
+                           int64_t step = 3) {
+    return test_support::throws_invalid_argument(
+        [&] { commit_checkpoint(temporary, step, files, trainer_state(3)); }, {fragment});
+  };
+  std::vector<ManifestFile> absent = written;
+  absent.push_back(ManifestFile{"shard-00002-of-00003.safetensors", 10, 0});
+  EXPECT_TRUE(refused(absent,
+                      "file shard-00002-of-00003.safetensors is missing or not of its "
+                      "recorded size"));
+  std::vector<ManifestFile> resized = written;
+  resized[0].bytes += 1;
+  EXPECT_TRUE(refused(resized, "file model.safetensors is missing"));
+  EXPECT_TRUE(refused({written[0], written[0]}, "listed twice"));
+  EXPECT_TRUE(refused(written, "not the temporary directory of step 4", 4));
+  EXPECT_TRUE(list_checkpoints(dir.path()).empty());
+  abort_checkpoint(temporary);
+  EXPECT_TRUE(entries(dir.path()).empty());
+  EXPECT_THROW(write_checkpoint_file(temporary, "../x.safetensors", {}), EngineError);
 }
 
 TEST(ManifestTest, RefusesMalformedManifests) {

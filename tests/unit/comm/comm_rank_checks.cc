@@ -11,17 +11,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "comm/gloo/gloo_communicator.h"
-#include "comm/tcp_store.h"
 #include "comm_test_util.h"
 #include "common/error.h"
+#include "rank_environment.h"
 
 namespace mixtrain::comm_test {
 namespace {
@@ -29,32 +27,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr DType kFloatTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
-
-int env_int(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) {
-    std::cerr << name << " is not set: comm_rank_checks runs under rank_launcher.h\n";
-    std::exit(2);
-  }
-  return std::atoi(value);
-}
-
-int rank() { return env_int("MIXTRAIN_TEST_RANK"); }
-int world() { return env_int("MIXTRAIN_TEST_WORLD"); }
-std::chrono::milliseconds timeout() {
-  return std::chrono::milliseconds(env_int("MIXTRAIN_TEST_TIMEOUT_MS"));
-}
-
-TcpStoreClient& store() {
-  static TcpStoreClient client("127.0.0.1", env_int("MIXTRAIN_TEST_STORE_PORT"),
-                               std::chrono::seconds(30));
-  return client;
-}
-
-Communicator& comm() {
-  static GlooCommunicator communicator(store(), rank(), world(), options_with(timeout()));
-  return communicator;
-}
 
 // Rank r's small-integer input: sums of these are exact in every dtype.
 std::vector<float> integers(int r, int64_t n) {

@@ -35,14 +35,14 @@ using ::testing::HasSubstr;
 class GlooAcrossProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooAcrossProcesses, EveryCollectiveMatchesTheRing) {
-  RankGroup group("Collectives.*", GetParam(), seconds(10));
+  RankGroup group(COMM_RANK_CHECKS_PATH, "Collectives.*", GetParam(), seconds(10));
   group.expect_all_passed(seconds(90));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooAcrossProcesses, ::testing::Values(2, 3, 4));
 
 TEST(GlooAcrossProcessesStore, RanksMeetThroughTheTcpStore) {
-  RankGroup group("StoreAcrossProcesses.*", 3, seconds(10));
+  RankGroup group(COMM_RANK_CHECKS_PATH, "StoreAcrossProcesses.*", 3, seconds(10));
   group.expect_all_passed(seconds(60));
 }
 
@@ -66,7 +66,8 @@ class GlooPeerKilled : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooPeerKilled, TheOthersFailNamingTheKilledRank) {
   const milliseconds timeout = seconds(3);
-  RankGroup group("PeerDeath.RanksFailNamingAPeerKilledBeforeAnAllReduce", GetParam(), timeout);
+  RankGroup group(COMM_RANK_CHECKS_PATH, "PeerDeath.RanksFailNamingAPeerKilledBeforeAnAllReduce",
+                  GetParam(), timeout);
   expect_survivors_failed_cleanly(group, GetParam(), timeout);
   ASSERT_TRUE(group.wait({2}, seconds(5)));
   EXPECT_EQ(group.outcome(2).signal, SIGKILL);
@@ -76,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GlooPeerKilled, ::testing::Values(3, 4));
 
 TEST(GlooPeerFrozen, TheOthersTimeOutNamingTheFrozenRank) {
   const milliseconds timeout = seconds(2);
-  RankGroup group("PeerDeath.RanksTimeOutNamingAPeerThatHangs", 3, timeout);
+  RankGroup group(COMM_RANK_CHECKS_PATH, "PeerDeath.RanksTimeOutNamingAPeerThatHangs", 3, timeout);
   expect_survivors_failed_cleanly(group, 3, timeout);
 }
 

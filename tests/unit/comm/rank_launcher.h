@@ -1,10 +1,10 @@
 // Why: the multi-process comm tests run every rank as a real process, so
 // collectives cross real loopback sockets and a rank can really die. The
-// ranks are the comm_rank_checks program (a gtest binary; each scenario is
-// one of its tests, picked with --gtest_filter) connected to a
-// TcpStoreServer that this launcher owns. A rank's assertions fail its own
-// exit code; the test here checks every exit and prints the ranks' logs
-// when something went wrong.
+// ranks run a rank program (a gtest binary such as comm_rank_checks; each
+// scenario is one of its tests, picked with --gtest_filter; its side of the
+// meeting is rank_environment.h) connected to a TcpStoreServer that this
+// launcher owns. A rank's assertions fail its own exit code; the test here
+// checks every exit and prints the ranks' logs when something went wrong.
 #pragma once
 
 #include <fcntl.h>
@@ -36,9 +36,10 @@ struct RankOutcome {
 
 class RankGroup {
  public:
-  // Starts `world` ranks running the comm_rank_checks tests that match
-  // `filter`. Every rank's collectives time out after `timeout`.
-  RankGroup(const std::string& filter, int world, std::chrono::milliseconds timeout)
+  // Starts `world` ranks running the tests of rank program `program` that
+  // match `filter`. Every rank's collectives time out after `timeout`.
+  RankGroup(std::string program, const std::string& filter, int world,
+            std::chrono::milliseconds timeout)
       : outcomes_(world) {
     for (int rank = 0; rank < world; ++rank) {
       std::vector<std::string> env = {
@@ -50,7 +51,6 @@ class RankGroup {
       std::vector<char*> envp;
       for (std::string& e : env) envp.push_back(e.data());
       envp.push_back(nullptr);
-      std::string program = COMM_RANK_CHECKS_PATH;
       std::string filter_arg = "--gtest_filter=" + filter;
       char* argv[] = {program.data(), filter_arg.data(), nullptr};
       posix_spawn_file_actions_t actions;

@@ -1,6 +1,7 @@
 // Why: the filesystem protocol behind checkpoint_store.h: build in a
-// temporary directory, fsync, rename, fsync the parent; list only what has a
-// valid manifest; verify checksums before handing out any tensor.
+// temporary directory (from one or several writers), fsync, write the
+// manifest, rename, fsync the parent; list only what has a valid manifest;
+// verify checksums before handing out any tensor.
 #include "checkpoint/checkpoint_store.h"
 
 #include <signal.h>
@@ -11,11 +12,11 @@
 #include <charconv>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <system_error>
 
 #include "checkpoint/crc32c.h"
 #include "checkpoint/file_io.h"
-#include "checkpoint/manifest.h"
 #include "common/error.h"
 
 namespace mixtrain {
@@ -60,11 +61,6 @@ std::optional<pid_t> parse_temporary_dir_name(std::string_view name) {
 
 bool process_is_running(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
-fs::path temporary_dir(const fs::path& dir, int64_t step) {
-  return dir / (checkpoint_dir_name(step) + std::string(kTemporaryInfix) +
-                std::to_string(::getpid()));
-}
-
 void rename_or_throw(const fs::path& from, const fs::path& to) {
   if (::rename(from.c_str(), to.c_str()) != 0) {
     throw_io_error("cannot rename " + from.string() + " to", to,
@@ -84,34 +80,22 @@ CheckpointManifest read_manifest(const fs::path& checkpoint) {
   return parse_manifest({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
 }
 
-// True if every file the manifest lists exists with its recorded size.
-bool files_present(const fs::path& checkpoint, const CheckpointManifest& manifest) {
+// The first file the manifest lists that is missing or not of its recorded
+// size; nullptr if there is none.
+const ManifestFile* mismatched_file(const fs::path& checkpoint,
+                                    const CheckpointManifest& manifest) {
   for (const ManifestFile& file : manifest.files) {
     std::error_code error;
     const uintmax_t size = fs::file_size(checkpoint / file.name, error);
-    if (error || size != file.bytes) return false;
+    if (error || size != file.bytes) return &file;
   }
-  return true;
+  return nullptr;
 }
 
 std::string crc_hex(uint32_t crc) {
   char text[11];
   std::snprintf(text, sizeof(text), "0x%08x", crc);
   return text;
-}
-
-void write_checkpoint_contents(const fs::path& target, int64_t step, const CheckpointFiles& files,
-                               const Json& state) {
-  CheckpointManifest manifest{.step = step, .files = {}, .state = state};
-  for (const auto& [name, tensors] : files) {
-    const WrittenFile written = write_safetensors(target / name, tensors);
-    manifest.files.push_back(ManifestFile{name, written.bytes, written.crc32c});
-  }
-  const std::string text = manifest_to_json(manifest);
-  FileWriter out(target / kManifestFileName);
-  out.write(std::as_bytes(std::span(text)));
-  out.sync_and_close();
-  fsync_directory(target);
 }
 
 }  // namespace
@@ -131,35 +115,81 @@ std::string checkpoint_dir_name(int64_t step) {
 
 fs::path save_checkpoint(const fs::path& dir, int64_t step, const CheckpointFiles& files,
                          const Json& state) {
-  MIXTRAIN_CHECK_ARG(step >= 0, "save_checkpoint: negative step " + std::to_string(step));
-  MIXTRAIN_CHECK_ARG(state.is_object(), std::string("save_checkpoint: state must be a JSON "
-                                                    "object, not ") + json_type_name(state.type()));
-  for (const auto& [name, tensors] : files) {
-    MIXTRAIN_CHECK_ARG(is_valid_data_file_name(name),
-                       "save_checkpoint: invalid data file name \"" + name +
-                           "\" (letters, digits, '.', '_', '-', ending in .safetensors)");
+  const fs::path temporary = begin_checkpoint(dir, step);
+  try {
+    std::vector<ManifestFile> written;
+    for (const auto& [name, tensors] : files)
+      written.push_back(write_checkpoint_file(temporary, name, tensors));
+    return commit_checkpoint(temporary, step, written, state);
+  } catch (...) {
+    abort_checkpoint(temporary);
+    throw;
   }
+}
+
+fs::path checkpoint_temporary_dir(const fs::path& dir, int64_t step, int64_t owner_pid) {
+  return dir /
+         (checkpoint_dir_name(step) + std::string(kTemporaryInfix) + std::to_string(owner_pid));
+}
+
+fs::path begin_checkpoint(const fs::path& dir, int64_t step) {
+  MIXTRAIN_CHECK_ARG(step >= 0, "begin_checkpoint: negative step " + std::to_string(step));
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw_io_error("cannot create checkpoint directory", dir, error);
-
   const fs::path final_path = dir / checkpoint_dir_name(step);
   MIXTRAIN_CHECK_ARG(!fs::exists(final_path, error),
-                     "save_checkpoint: " + final_path.string() + " already exists");
-  const fs::path temporary = temporary_dir(dir, step);
+                     "begin_checkpoint: " + final_path.string() + " already exists");
+  const fs::path temporary = checkpoint_temporary_dir(dir, step, ::getpid());
   remove_all_or_throw(temporary);  // left by an earlier failed save of this process id
   if (!fs::create_directory(temporary, error) || error) {
     throw_io_error("cannot create", temporary, error);
   }
-  try {
-    write_checkpoint_contents(temporary, step, files, state);
-    rename_or_throw(temporary, final_path);
-    fsync_directory(dir);
-  } catch (...) {
-    fs::remove_all(temporary, error);  // best effort; the original error matters
-    throw;
+  return temporary;
+}
+
+ManifestFile write_checkpoint_file(const fs::path& temporary, const std::string& name,
+                                   std::span<const HostTensor> tensors,
+                                   const SafetensorsMetadata& metadata) {
+  MIXTRAIN_CHECK_ARG(is_valid_data_file_name(name),
+                     "checkpoint: invalid data file name \"" + name +
+                         "\" (letters, digits, '.', '_', '-', ending in .safetensors)");
+  const WrittenFile written = write_safetensors(temporary / name, tensors, metadata);
+  return ManifestFile{name, written.bytes, written.crc32c};
+}
+
+fs::path commit_checkpoint(const fs::path& temporary, int64_t step,
+                           const std::vector<ManifestFile>& files, const Json& state) {
+  const std::string where = "commit_checkpoint " + temporary.string() + ": ";
+  MIXTRAIN_CHECK_ARG(state.is_object(),
+                     where + "state must be a JSON object, not " + json_type_name(state.type()));
+  MIXTRAIN_CHECK_ARG(temporary.filename().string().starts_with(checkpoint_dir_name(step) +
+                                                               std::string(kTemporaryInfix)),
+                     where + "not the temporary directory of step " + std::to_string(step));
+  std::set<std::string_view> names;
+  for (const ManifestFile& file : files) {
+    MIXTRAIN_CHECK_ARG(names.insert(file.name).second,
+                       where + "file " + file.name + " is listed twice");
   }
+  const CheckpointManifest manifest{.step = step, .files = files, .state = state};
+  const ManifestFile* mismatched = mismatched_file(temporary, manifest);
+  MIXTRAIN_CHECK_ARG(mismatched == nullptr, where + "file " + mismatched->name +
+                                                " is missing or not of its recorded size");
+  const std::string text = manifest_to_json(manifest);
+  FileWriter out(temporary / kManifestFileName);
+  out.write(std::as_bytes(std::span(text)));
+  out.sync_and_close();
+  fsync_directory(temporary);
+  const fs::path dir = temporary.parent_path();
+  const fs::path final_path = dir / checkpoint_dir_name(step);
+  rename_or_throw(temporary, final_path);
+  fsync_directory(dir);
   return final_path;
+}
+
+void abort_checkpoint(const fs::path& temporary) noexcept {
+  std::error_code ignored;
+  fs::remove_all(temporary, ignored);
 }
 
 std::vector<CheckpointInfo> list_checkpoints(const fs::path& dir) {
@@ -171,7 +201,7 @@ std::vector<CheckpointInfo> list_checkpoints(const fs::path& dir) {
     if (!step || !it->is_directory(type_error)) continue;
     try {
       const CheckpointManifest manifest = read_manifest(it->path());
-      if (manifest.step == *step && files_present(it->path(), manifest)) {
+      if (manifest.step == *step && mismatched_file(it->path(), manifest) == nullptr) {
         found.push_back(CheckpointInfo{*step, it->path()});
       }
     } catch (const EngineError&) {
@@ -195,8 +225,8 @@ LoadedCheckpoint load_checkpoint(const fs::path& path) {
   try {
     manifest = read_manifest(path);
   } catch (const EngineError& error) {
-    throw EngineError(ErrorCode::kInvalidArgument, where + ": " + kManifestFileName.data() +
-                                                       ": " + error.what());
+    throw EngineError(ErrorCode::kInvalidArgument,
+                      where + ": " + kManifestFileName.data() + ": " + error.what());
   }
   LoadedCheckpoint loaded;
   loaded.step = manifest.step;
@@ -222,7 +252,7 @@ std::vector<fs::path> retain_checkpoints(const fs::path& dir, size_t keep) {
   std::vector<fs::path> removed;
   const std::vector<CheckpointInfo> complete = list_checkpoints(dir);
   for (size_t i = 0; i + keep < complete.size(); ++i) {
-    const fs::path doomed = temporary_dir(dir, complete[i].step);
+    const fs::path doomed = checkpoint_temporary_dir(dir, complete[i].step, ::getpid());
     remove_all_or_throw(doomed);
     rename_or_throw(complete[i].path, doomed);
     remove_all_or_throw(doomed);

@@ -2,9 +2,13 @@
 // so a checkpoint appears all at once or not at all, and is checked before
 // use. A checkpoint is a directory DIR/step_00000500/ holding safetensors
 // data files and manifest.json (written last; see manifest.h) with every
-// file's size and CRC32C. It is built in DIR/step_00000500.tmp-<pid>/,
-// whose files and directory are fsynced, then renamed into place and the
-// parent fsynced. A directory without a valid manifest is never used.
+// file's size and CRC32C. It is built in DIR/step_00000500.tmp-<pid>/ (pid:
+// the process that owns the build), whose files and directory are fsynced,
+// then renamed into place and the parent fsynced. A directory without a
+// valid manifest is never used. The data files may come from several
+// processes (the ranks of a job, each writing its own shard): the builder
+// API below is the one way checkpoints are written, save_checkpoint is it
+// used by one process.
 #pragma once
 
 #include <cstddef>
@@ -12,10 +16,12 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "checkpoint/manifest.h"
 #include "checkpoint/safetensors.h"
 #include "common/json.h"
 
@@ -45,13 +51,60 @@ struct LoadedCheckpoint {
 std::string checkpoint_dir_name(int64_t step);
 
 // Writes checkpoint `step` into `dir` (created if missing) atomically and
-// returns its path. `state` must be a JSON object; file names must satisfy
+// returns its path: begin_checkpoint, write_checkpoint_file for each file,
+// commit_checkpoint. `state` must be a JSON object; file names must satisfy
 // is_valid_data_file_name. Throws EngineError(kInvalidArgument) for bad
 // arguments or if the step already exists, EngineError(kInternal) for I/O
 // errors; on any failure the temporary directory is removed and no
 // checkpoint appears.
 std::filesystem::path save_checkpoint(const std::filesystem::path& dir, int64_t step,
                                       const CheckpointFiles& files, const Json& state);
+
+// ---- building one checkpoint from one or several processes ---------------
+// One process, the owner, calls begin_checkpoint; every writer (the owner
+// too, or not) calls write_checkpoint_file in the temporary directory that
+// checkpoint_temporary_dir names for the owner's pid; once every file is
+// written the owner calls commit_checkpoint with all their manifest
+// entries, or abort_checkpoint. A crash before the commit leaves only the
+// temporary directory: list_checkpoints ignores it, and retain_checkpoints
+// removes it once its owner no longer runs.
+
+// DIR/step_00000500.tmp-<owner_pid>: where process `owner_pid` builds
+// checkpoint `step` of `dir`.
+std::filesystem::path checkpoint_temporary_dir(const std::filesystem::path& dir, int64_t step,
+                                               int64_t owner_pid);
+
+// Creates `dir` if missing and the empty temporary directory in which this
+// process builds checkpoint `step` (replacing one an earlier failed attempt
+// of this process left), and returns its path. Throws
+// EngineError(kInvalidArgument) for a negative step or a step that already
+// exists, kInternal for I/O errors.
+std::filesystem::path begin_checkpoint(const std::filesystem::path& dir, int64_t step);
+
+// Writes the data file `name` (see is_valid_data_file_name) into the
+// temporary directory `temporary` with `tensors` (in this order) and
+// `metadata`, fsyncs it and returns its manifest entry. Throws
+// EngineError(kInvalidArgument) for an invalid name or tensor, kInternal for
+// I/O errors; a partial file may remain (abort_checkpoint removes it).
+ManifestFile write_checkpoint_file(const std::filesystem::path& temporary, const std::string& name,
+                                   std::span<const HostTensor> tensors,
+                                   const SafetensorsMetadata& metadata = {});
+
+// Completes checkpoint `step` built in `temporary` (begin_checkpoint's
+// directory for that step): checks that each of `files` is there with its
+// recorded size, writes the manifest listing them (in this order) with
+// `state`, fsyncs it and the directory, renames the directory to
+// DIR/checkpoint_dir_name(step) and fsyncs DIR. Returns the final path.
+// Throws EngineError(kInvalidArgument) for a state that is not a JSON
+// object, a directory of another step, or a file listed twice, missing or
+// of another size; kInternal for I/O errors. The temporary directory is
+// left as it is on failure (see abort_checkpoint).
+std::filesystem::path commit_checkpoint(const std::filesystem::path& temporary, int64_t step,
+                                        const std::vector<ManifestFile>& files, const Json& state);
+
+// Removes the temporary directory `temporary` and its files, best effort,
+// after a failed write or commit. Never throws.
+void abort_checkpoint(const std::filesystem::path& temporary) noexcept;
 
 // The complete checkpoints in `dir`, oldest step first: directories named
 // checkpoint_dir_name(step) whose manifest is valid, names that step, and

@@ -26,12 +26,6 @@ void transpose(const float* src, int64_t rows, int64_t cols, float* dst) {
     for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
 }
 
-std::string config_string(const GptConfig& config) {
-  return std::to_string(config.layers) + "," + std::to_string(config.heads) + "," +
-         std::to_string(config.dim) + "," + std::to_string(config.seq_len) + "," +
-         std::to_string(config.vocab);
-}
-
 // Every parameter of ours is "transformer.<rest>", as GPT2LMHeadModel names
 // it; the hub's own GPT-2 files (saved from GPT2Model) name it "<rest>".
 constexpr std::string_view kTransformerPrefix = "transformer.";
@@ -124,20 +118,23 @@ std::string fitting_key(const ParameterInfo& info, const Shape& got, const GptCo
 
 }  // namespace
 
+std::string hf_config_metadata(const GptConfig& config) {
+  return std::to_string(config.layers) + "," + std::to_string(config.heads) + "," +
+         std::to_string(config.dim) + "," + std::to_string(config.seq_len) + "," +
+         std::to_string(config.vocab);
+}
+
 void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& config,
-                           std::span<const float> master, DType dtype) {
+                           const HfParameterSource& source, DType dtype) {
   MIXTRAIN_CHECK_ARG(is_float_compute(dtype), "export " + file.string() + ": dtype " +
                                                   dtype_name(dtype) +
                                                   " is not one of fp32, fp16, bf16");
   const ParameterLayout layout(config);
-  MIXTRAIN_CHECK_ARG(static_cast<int64_t>(master.size()) == layout.numel(),
-                     "export " + file.string() + ": " + std::to_string(master.size()) +
-                         " master weights, the model has " + std::to_string(layout.numel()));
   std::vector<TensorLayout> tensors;
   for (const ParameterInfo& info : layout.parameters())
     tensors.push_back(TensorLayout{info.name, dtype, hf_shape(info)});
   const SafetensorsMetadata metadata{{"format", "pt"},
-                                     {kHfConfigMetadataKey, config_string(config)}};
+                                     {kHfConfigMetadataKey, hf_config_metadata(config)}};
 
   FileWriter out(file);
   try {
@@ -145,14 +142,19 @@ void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& c
     std::vector<float> transposed;
     std::vector<std::byte> converted;
     for (const ParameterInfo& info : layout.parameters()) {
-      const float* values = master.data() + info.offset;
+      const std::vector<float> values = source(info);
+      MIXTRAIN_CHECK_ARG(static_cast<int64_t>(values.size()) == info.numel,
+                         "export " + file.string() + ": " + info.name + " got " +
+                             std::to_string(values.size()) + " values, it has " +
+                             std::to_string(info.numel));
+      const float* hf_values = values.data();
       if (info.transposed_in_hf) {
         transposed.resize(static_cast<size_t>(info.numel));
-        transpose(values, info.shape[0], info.shape[1], transposed.data());
-        values = transposed.data();
+        transpose(values.data(), info.shape[0], info.shape[1], transposed.data());
+        hf_values = transposed.data();
       }
       converted.resize(static_cast<size_t>(info.numel) * dtype_size(dtype));
-      convert(values, DType::kF32, converted.data(), dtype, static_cast<size_t>(info.numel));
+      convert(hf_values, DType::kF32, converted.data(), dtype, static_cast<size_t>(info.numel));
       writer.write_next(converted);
     }
     writer.finish();
@@ -162,6 +164,20 @@ void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& c
     std::filesystem::remove(file, ignored);  // a partial file is no export
     throw;
   }
+}
+
+void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& config,
+                           std::span<const float> master, DType dtype) {
+  const ParameterLayout layout(config);
+  MIXTRAIN_CHECK_ARG(static_cast<int64_t>(master.size()) == layout.numel(),
+                     "export " + file.string() + ": " + std::to_string(master.size()) +
+                         " master weights, the model has " + std::to_string(layout.numel()));
+  const auto slice = [master](const ParameterInfo& info) {
+    const auto values =
+        master.subspan(static_cast<size_t>(info.offset), static_cast<size_t>(info.numel));
+    return std::vector<float>(values.begin(), values.end());
+  };
+  export_hf_safetensors(file, config, slice, dtype);
 }
 
 std::vector<float> import_hf_safetensors(const std::filesystem::path& file,

@@ -7,10 +7,13 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/gpt_config.h"
+#include "model/parameter_layout.h"
 #include "numerics/dtype.h"
 
 namespace mixtrain {
@@ -18,15 +21,27 @@ namespace mixtrain {
 // Metadata key whose value is "<layers>,<heads>,<dim>,<seq_len>,<vocab>".
 inline constexpr const char* kHfConfigMetadataKey = "mixtrain_config";
 
-// Writes `master` (ParameterLayout(config).numel() fp32 values in layout
-// order) to the new file `file` as GPT2LMHeadModel tensors in HF layout,
-// converted to `dtype` (fp32, fp16 or bf16, rounded to nearest even as
-// numerics/convert.h does). lm_head.weight is left out: HF ties it to wte
-// and its own files omit it. Metadata: {"format": "pt", "mixtrain_config":
-// ...}. Tensors are converted and written one at a time, so at most one
-// parameter is copied. Throws EngineError(kInvalidArgument) for a bad
-// config, a `master` of the wrong size or another dtype, and EngineError
-// naming the file on an I/O error (the file must not exist).
+// The value of kHfConfigMetadataKey for `config`.
+std::string hf_config_metadata(const GptConfig& config);
+
+// The fp32 values of parameter `info` in our layout (info.numel of them).
+using HfParameterSource = std::function<std::vector<float>(const ParameterInfo& info)>;
+
+// Writes the parameters of a model of `config`, each asked of `source` in
+// ParameterLayout(config) order, to the new file `file` as GPT2LMHeadModel
+// tensors in HF layout, converted to `dtype` (fp32, fp16 or bf16, rounded
+// to nearest even as numerics/convert.h does). lm_head.weight is left out:
+// HF ties it to wte and its own files omit it. Metadata: {"format": "pt",
+// "mixtrain_config": ...}. Parameters are asked for, converted and written
+// one at a time, so at most one is held. Throws EngineError
+// (kInvalidArgument) for a bad config, another dtype or a source value of
+// the wrong size, EngineError naming the file on an I/O error (the file must
+// not exist), and whatever `source` throws; no file is left then.
+void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& config,
+                           const HfParameterSource& source, DType dtype);
+
+// The same for `master`, ParameterLayout(config).numel() fp32 values in
+// layout order; throws EngineError(kInvalidArgument) for another size.
 void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& config,
                            std::span<const float> master, DType dtype);
 

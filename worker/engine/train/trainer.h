@@ -10,15 +10,21 @@
 // every rank) -> clip (global norm) -> optimizer (this rank's partition,
 // then the working weights gathered).
 //
-// Checkpoints (checkpoint store, into checkpoint_dir()) hold one data file
-// "trainer.safetensors" with three flat fp32 tensors of param_count elements
-// in ParameterLayout order: "master", "adam_m", "adam_v" (our layout: linear
-// weights are (out, in)); the working copy is re-derived from master. The
-// state JSON is trainer_state.h's.
+// Checkpoints (checkpoint store, into checkpoint_dir()) are sharded: every
+// rank that owns optimizer state (stage 0: rank 0 alone) writes its fp32
+// "master", "adam_m" and "adam_v" values, in the plain ParameterLayout
+// order (our layout: linear weights are (out, in)), as one shard file of
+// the checkpoint rank 0 builds and commits (trainer_checkpoint_files.h has
+// the layout); the working copy is re-derived from master. The state JSON
+// is trainer_state.h's. A checkpoint written by N ranks at any stage
+// resumes at any world size and stage: each rank copies its own segments
+// out of whichever shards hold them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,11 +113,23 @@ class Trainer {
   double mean_over_ranks(double local);
   GradClip clip(float loss_scale);
 
-  // ---- evaluation and checkpoints ---------------------------------------
+  // ---- evaluation ---------------------------------------------------------
   double evaluate();
   void run_evaluation();
-  void write_checkpoint();                                           // trainer_checkpoint.cc
-  void restore_checkpoint(const std::filesystem::path& resume_dir);  // trainer_checkpoint.cc
+
+  // ---- checkpoints (trainer_checkpoint.cc) ------------------------------
+  // Int32 words that a rank reports in each agreement of a checkpoint.
+  static constexpr size_t kCheckpointWords = 3;
+  using CheckpointWords = std::array<int32_t, kCheckpointWords>;
+  // Runs `work` on this rank if `active` (the others contribute zeros),
+  // then every rank learns every rank's words and whether it succeeded (a
+  // collective; without a communicator just this rank's). Rethrows this
+  // rank's error, or throws EngineError(kInternal) naming the first rank
+  // whose `work` failed to `what`; returns the words by rank.
+  std::vector<CheckpointWords> agree_on_checkpoint(const std::string& what, bool active,
+                                                   const std::function<CheckpointWords()>& work);
+  void write_checkpoint();
+  void restore_checkpoint(const std::filesystem::path& resume_dir);
 
   Backend& backend_;
   config::JobSpec spec_;

@@ -1,14 +1,12 @@
 // Why: reading the trainer's checkpoint layout (see trainer_checkpoint_files.h).
 #include "train/trainer_checkpoint_files.h"
 
-#include <cstring>
 #include <optional>
 #include <string>
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/manifest.h"
 #include "common/error.h"
-#include "model/parameter_layout.h"
 
 namespace mixtrain {
 
@@ -21,30 +19,36 @@ std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
   return latest->path;
 }
 
-std::vector<float> read_flat_fp32(const SafetensorsFile& file, const char* name, int64_t numel) {
-  const SafetensorsEntry* entry = file.find(name);
-  MIXTRAIN_CHECK_ARG(entry != nullptr,
-                     file.path().string() + ": checkpoint lacks tensor \"" + name + "\"");
-  MIXTRAIN_CHECK_ARG(entry->layout.dtype == DType::kF32 && entry->layout.shape == Shape{numel},
-                     file.path().string() + ": tensor \"" + name + "\" is " +
-                         dtype_name(entry->layout.dtype) + shape_string(entry->layout.shape) +
-                         ", expected fp32" + shape_string(Shape{numel}));
-  // The file's bytes may be unaligned: copy them to aligned memory.
-  const std::span<const std::byte> bytes = file.bytes(*entry);
-  std::vector<float> values(static_cast<size_t>(numel));
-  std::memcpy(values.data(), bytes.data(), bytes.size());
-  return values;
+std::vector<FlatRun> plain_runs(const ParameterLayout& padded, const ZeroPartition& partition) {
+  std::vector<int64_t> plain_offset;  // of each parameter
+  int64_t next = 0;
+  for (const ParameterInfo& info : padded.parameters()) {
+    plain_offset.push_back(next);
+    next += info.numel;
+  }
+  std::vector<FlatRun> runs;
+  for (const PartitionSegment& segment : partition.segments()) {
+    const int64_t inside = segment.flat_offset - padded.parameters()[segment.parameter].offset;
+    runs.push_back(FlatRun{plain_offset[segment.parameter] + inside, segment.numel});
+  }
+  return runs;
+}
+
+TrainerCheckpoint open_trainer_checkpoint(const std::filesystem::path& path) {
+  const std::filesystem::path resolved = resolve_checkpoint(path);
+  LoadedCheckpoint checkpoint = load_checkpoint(resolved);
+  TrainerState state = trainer_state_from_json(checkpoint.state, resolved.string());
+  const int64_t total = ParameterLayout(state.model).param_count();
+  return TrainerCheckpoint{resolved, std::move(state),
+                           ShardedVector(resolved, std::move(checkpoint.files), total)};
 }
 
 CheckpointWeights load_checkpoint_weights(const std::filesystem::path& path) {
-  CheckpointWeights weights;
-  weights.path = resolve_checkpoint(path);
-  const LoadedCheckpoint checkpoint = load_checkpoint(weights.path);
-  weights.state = trainer_state_from_json(checkpoint.state, weights.path.string());
-  const ParameterLayout layout(weights.state.model);
-  weights.master =
-      read_flat_fp32(checkpoint.file(kTrainerDataFileName), kMasterTensorName, layout.numel());
-  return weights;
+  TrainerCheckpoint checkpoint = open_trainer_checkpoint(path);
+  const FlatRun everything{0, checkpoint.shards.total()};
+  std::vector<float> master = checkpoint.shards.read(kMasterTensorName, {&everything, 1});
+  return CheckpointWeights{std::move(checkpoint.path), std::move(checkpoint.state),
+                           std::move(master)};
 }
 
 }  // namespace mixtrain

@@ -1,19 +1,25 @@
-// Why: the trainer's checkpoint layout (one "trainer.safetensors" holding
-// flat fp32 "master", "adam_m", "adam_v" in ParameterLayout order, plus the
-// trainer state JSON) is read in two places: resuming a run and using its
-// weights (`mixtrain sample`). Both go through these functions.
+// Why: the trainer's checkpoint layout is read in three places (resuming a
+// run at any world size and ZeRO stage, `mixtrain sample` and `mixtrain
+// export`) and written by every rank that owns optimizer state; these
+// functions are its one definition. A checkpoint holds the trainer state
+// JSON (in the manifest) and the fp32 optimizer state as a ShardedVector
+// (checkpoint/sharded_vector.h) of ParameterLayout(model) order, the plain
+// unpadded layout: shard files "shard-RRRRR-of-NNNNN.safetensors", one per
+// rank that owns state (stage 0: rank 0 alone, as shard 0 of 1), each with
+// the tensors "master", "adam_m" and "adam_v" holding that rank's segments
+// and the metadata "segments" and "mixtrain_config" (as in HF exports).
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
+#include "checkpoint/sharded_vector.h"
+#include "model/parameter_layout.h"
 #include "train/trainer_state.h"
+#include "zero/zero_partition.h"
 
 namespace mixtrain {
 
-inline constexpr const char* kTrainerDataFileName = "trainer.safetensors";
 inline constexpr const char* kMasterTensorName = "master";
 inline constexpr const char* kAdamMTensorName = "adam_m";
 inline constexpr const char* kAdamVTensorName = "adam_v";
@@ -24,19 +30,33 @@ inline constexpr const char* kAdamVTensorName = "adam_v";
 // is neither.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
 
-// The flat fp32 tensor `name` of `file`, checked to hold `numel` elements.
-// Throws EngineError(kInvalidArgument) naming the file and tensor otherwise.
-std::vector<float> read_flat_fp32(const SafetensorsFile& file, const char* name, int64_t numel);
+// Where the segments of `partition` (a partition of the padded layout
+// `padded`) lie in the plain layout ParameterLayout(config): one run per
+// segment, in segment order.
+std::vector<FlatRun> plain_runs(const ParameterLayout& padded, const ZeroPartition& partition);
+
+// A trainer checkpoint opened for reading.
+struct TrainerCheckpoint {
+  std::filesystem::path path;  // the resolved checkpoint directory
+  TrainerState state;
+  ShardedVector shards;  // of ParameterLayout(state.model).param_count() values
+};
+
+// Resolves `path` (see resolve_checkpoint), loads the checkpoint with every
+// checksum verified, parses its state and indexes its shards. Throws
+// EngineError(kInvalidArgument) naming the checkpoint and the file that is
+// missing, corrupt or malformed.
+TrainerCheckpoint open_trainer_checkpoint(const std::filesystem::path& path);
 
 // A trained model as a checkpoint holds it: its shape and fp32 weights.
 struct CheckpointWeights {
   std::filesystem::path path;  // the resolved checkpoint directory
   TrainerState state;
-  std::vector<float> master;   // ParameterLayout(state.model) order
+  std::vector<float> master;  // ParameterLayout(state.model) order
 };
 
-// Loads (checksums verified) the checkpoint `path` names (see
-// resolve_checkpoint) and returns its model shape and master weights.
+// Opens the checkpoint `path` names (see open_trainer_checkpoint) and
+// assembles its master weights from the shards.
 CheckpointWeights load_checkpoint_weights(const std::filesystem::path& path);
 
 }  // namespace mixtrain
