@@ -36,6 +36,8 @@ enum class StreamKind { kCompute, kTransfer };
 class Event {
  public:
   virtual ~Event() = default;
+  // Blocks the calling thread until the work recorded before the event is done.
+  virtual void wait() const = 0;
 };
 
 struct MatmulOptions {

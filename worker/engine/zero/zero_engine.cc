@@ -53,11 +53,6 @@ ZeroSettings checked(ZeroSettings settings, const Backend& backend, const Commun
                      "zero.offload_params: cpu needs zero.stage 3 (only stage 3 partitions the "
                      "weights), got stage " +
                          std::to_string(settings.stage));
-  MIXTRAIN_CHECK_ARG(
-      !(settings.offload_optimizer || settings.offload_params) ||
-          backend.device_type() == DeviceType::kCpu,
-      "zero.offload_optimizer / zero.offload_params: cpu offload runs on the cpu backend only "
-      "in this build");
   MIXTRAIN_CHECK_ARG(comm == nullptr || comm->device_type() == backend.device_type(),
                      std::string("ZeroEngine: the ") + comm->backend_name() +
                          " communicator does not reach the " + backend.name() + " backend");
@@ -101,6 +96,21 @@ ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, Zer
   }
   grads_ = allocate(settings_.stage < 2 ? layout_.numel() : partition_.numel(), grad_dtype_,
                     MemoryCategory::kGrads);
+  const std::vector<PartitionSegment>& segments = optimizer_partition_.segments();
+  size_t first = 0;
+  for (const UnitShard& shard : optimizer_partition_.shards()) {
+    size_t end = first;
+    while (end < segments.size() &&
+           segments[end].partition_offset < shard.partition_offset + shard.numel)
+      ++end;
+    unit_segments_.emplace_back(first, end);
+    first = end;
+  }
+  if (settings_.offload_optimizer) {
+    host_ops_ = make_backend("cpu");
+    host_grads_ = allocate(owned, grad_dtype_, MemoryCategory::kCommBuffers, /*host=*/true);
+    host_weights_ = allocate(owned, compute_dtype_, MemoryCategory::kCommBuffers, /*host=*/true);
+  }
 }
 
 ZeroEngine::~ZeroEngine() {
@@ -110,6 +120,21 @@ ZeroEngine::~ZeroEngine() {
   } catch (const EngineError&) {
     // The ring already failed; the error reached whoever called the step.
   }
+}
+
+Tensor ZeroEngine::reachable(const Tensor& chunk) {
+  if (backend_.device_type() == DeviceType::kCpu || chunk.pool() == MemoryPool::kDevice)
+    return chunk;
+  Tensor copy = allocate(chunk.numel(), chunk.dtype(), MemoryCategory::kCommBuffers);
+  backend_.copy(copy, chunk);
+  return copy;
+}
+
+Communicator& ZeroEngine::comm_ready() {
+  // A GPU backend's ops run asynchronously on its streams; the
+  // communicator reads the buffers from its own, so they must be done.
+  if (backend_.device_type() != DeviceType::kCpu) backend_.synchronize();
+  return *comm_;
 }
 
 Tensor ZeroEngine::allocate(int64_t numel, DType dtype, MemoryCategory category, bool host) {
@@ -145,7 +170,8 @@ std::vector<float> ZeroEngine::gather(State which) {
     const Tensor chunk = tensor.view(shard.partition_offset, {shard.numel});
     const Tensor out = gathered.view(unit.offset, {unit.padded_numel});
     if (comm_ != nullptr) {
-      comm_->all_gather(chunk, out);
+      const Tensor input = reachable(chunk);  // before comm_ready(), which waits for the copy
+      comm_ready().all_gather(input, out);
     } else {
       backend_.copy(out, chunk);
     }
@@ -181,6 +207,16 @@ void ZeroEngine::load_owned(State which, std::span<const float> packed) {
 }
 
 void ZeroEngine::refresh_weights() {
+  if (host_ops_) {  // cast on the CPU, then copy each owned chunk to the device
+    host_ops_->cast(host_weights_, master_);
+    for (const UnitShard& shard : optimizer_partition_.shards()) {
+      backend_.copy(params_.view(settings_.stage == 3 ? shard.partition_offset : shard.flat_offset,
+                                 {shard.numel}),
+                    host_weights_.view(shard.partition_offset, {shard.numel}));
+    }
+    if (settings_.stage == 1 || settings_.stage == 2) gather_weights();
+    return;
+  }
   if (settings_.stage == 0 || settings_.stage == 3) {
     if (params_.data() != master_.data()) backend_.cast(params_, master_);
     return;
@@ -198,8 +234,9 @@ void ZeroEngine::gather_weights() {
   for (size_t u = 0; u < layout_.units().size(); ++u) {
     const ParameterUnit& unit = layout_.units()[u];
     const UnitShard& shard = partition_.shards()[u];
-    handles.push_back(comm_->all_gather_async(params_.view(shard.flat_offset, {shard.numel}),
-                                              params_.view(unit.offset, {unit.padded_numel})));
+    handles.push_back(
+        comm_ready().all_gather_async(params_.view(shard.flat_offset, {shard.numel}),
+                                      params_.view(unit.offset, {unit.padded_numel})));
   }
   for (const CommHandle& handle : handles) handle.wait();
 }
@@ -236,7 +273,8 @@ void ZeroEngine::start_gather(size_t unit_index) {
                     CommHandle()};
   const Tensor chunk = params_.view(shard.partition_offset, {shard.numel});
   if (comm_ != nullptr) {
-    prefetch.handle = comm_->all_gather_async(chunk, prefetch.buffer);
+    const Tensor input = reachable(chunk);  // before comm_ready(), which waits for the copy
+    prefetch.handle = comm_ready().all_gather_async(input, prefetch.buffer);
   } else {
     backend_.copy(prefetch.buffer, chunk);
   }
@@ -271,13 +309,14 @@ void ZeroEngine::on_release(size_t unit_index, GptPass pass, bool reduce) {
     buckets_[unit_index] = Tensor();
     pending.shard = allocate(shard.numel, grad_dtype_, MemoryCategory::kCommBuffers);
     if (comm_ != nullptr) {
-      pending.handle = comm_->reduce_scatter_async(pending.bucket, pending.shard);
+      pending.handle = comm_ready().reduce_scatter_async(pending.bucket, pending.shard);
     } else {
       backend_.copy(pending.shard, pending.bucket);
     }
   } else if (reduce && comm_ != nullptr && settings_.stage == 1) {
-    pending.handle = comm_->reduce_scatter_async(grads_.view(unit.offset, {unit.padded_numel}),
-                                                 grads_.view(shard.flat_offset, {shard.numel}));
+    pending.handle =
+        comm_ready().reduce_scatter_async(grads_.view(unit.offset, {unit.padded_numel}),
+                                          grads_.view(shard.flat_offset, {shard.numel}));
   } else if (reduce && comm_ != nullptr) {
     // Backward releases units from the end of the buffer to its start, so
     // the open bucket grows downwards and stays contiguous.
@@ -299,7 +338,7 @@ void ZeroEngine::flush_bucket() {
   if (bucket_begin_ == bucket_end_) return;
   PendingReduce pending;
   pending.handle =
-      comm_->all_reduce_async(grads_.view(bucket_begin_, {bucket_end_ - bucket_begin_}));
+      comm_ready().all_reduce_async(grads_.view(bucket_begin_, {bucket_end_ - bucket_begin_}));
   bucket_begin_ = bucket_end_ = 0;
   pending_.push_back(std::move(pending));
   drain(2);
@@ -375,28 +414,72 @@ double ZeroEngine::gradient_norm(float loss_scale) {
   return std::sqrt(sum) / loss_scale;
 }
 
-void ZeroEngine::optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale) {
-  const bool working_is_partition = settings_.stage == 3;
-  const bool separate_working = params_.data() != master_.data();
-  const bool grads_are_partition = settings_.stage >= 2;
+std::vector<AdamWParam> ZeroEngine::adam_params(size_t first, size_t end, const Tensor& grads,
+                                                const Tensor& working) const {
+  const bool grads_are_partition = grads.defined() || settings_.stage >= 2;
+  const bool working_is_partition = working.defined() || settings_.stage == 3;
+  const Tensor& grad_source = grads.defined() ? grads : grads_;
+  const Tensor& working_target = working.defined() ? working : params_;
+  const bool separate_working = working_target.data() != master_.data();
   std::vector<AdamWParam> params;
-  for (const PartitionSegment& segment : optimizer_partition_.segments()) {
+  for (size_t i = first; i < end; ++i) {
+    const PartitionSegment& segment = optimizer_partition_.segments()[i];
     const Shape shape{segment.numel};
     AdamWParam param;
     param.master = master_.view(segment.partition_offset, shape);
     param.m = adam_m_.view(segment.partition_offset, shape);
     param.v = adam_v_.view(segment.partition_offset, shape);
-    param.grad =
-        grads_.view(grads_are_partition ? segment.partition_offset : segment.flat_offset, shape);
+    param.grad = grad_source.view(
+        grads_are_partition ? segment.partition_offset : segment.flat_offset, shape);
     if (separate_working) {
-      param.param_out = params_.view(
+      param.param_out = working_target.view(
           working_is_partition ? segment.partition_offset : segment.flat_offset, shape);
     }
     param.decay = layout_.parameters()[segment.parameter].decay;
     params.push_back(std::move(param));
   }
-  adamw_step(backend_, params, hyper, step, grad_scale);
+  return params;
+}
+
+void ZeroEngine::optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale) {
+  if (host_ops_) {
+    host_optimizer_step(hyper, step, grad_scale);
+  } else {
+    adamw_step(backend_, adam_params(0, optimizer_partition_.segments().size(), Tensor(), Tensor()),
+               hyper, step, grad_scale);
+  }
   if (settings_.stage == 1 || settings_.stage == 2) gather_weights();
+}
+
+void ZeroEngine::host_optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale) {
+  // Each unit's owned gradients go to the host on the transfer stream once
+  // backward's work is done; the CPU updates unit u while unit u+1's
+  // gradients and unit u-1's weights are on the way.
+  const std::unique_ptr<Event> backward_done = backend_.record_event(StreamKind::kCompute);
+  backend_.wait_event(StreamKind::kTransfer, *backward_done);
+  const std::vector<UnitShard>& shards = optimizer_partition_.shards();
+  const bool grads_are_partition = settings_.stage >= 2;
+  const bool working_is_partition = settings_.stage == 3;
+  std::vector<std::unique_ptr<Event>> arrived;
+  for (const UnitShard& shard : shards) {
+    backend_.copy(host_grads_.view(shard.partition_offset, {shard.numel}),
+                  grads_.view(grads_are_partition ? shard.partition_offset : shard.flat_offset,
+                              {shard.numel}),
+                  StreamKind::kTransfer);
+    arrived.push_back(backend_.record_event(StreamKind::kTransfer));
+  }
+  for (size_t u = 0; u < shards.size(); ++u) {
+    arrived[u]->wait();
+    const auto [first, end] = unit_segments_[u];
+    adamw_step(*host_ops_, adam_params(first, end, host_grads_, host_weights_), hyper, step,
+               grad_scale);
+    const UnitShard& shard = shards[u];
+    backend_.copy(params_.view(working_is_partition ? shard.partition_offset : shard.flat_offset,
+                               {shard.numel}),
+                  host_weights_.view(shard.partition_offset, {shard.numel}), StreamKind::kTransfer);
+  }
+  const std::unique_ptr<Event> weights_back = backend_.record_event(StreamKind::kTransfer);
+  backend_.wait_event(StreamKind::kCompute, *weights_back);
 }
 
 }  // namespace mixtrain

@@ -20,7 +20,12 @@
 // reduce-scatter it into the partition when backward releases the unit,
 // with at most two buckets in flight. Offload puts master and moments
 // (offload_optimizer) and stage 3's weight partition (offload_params) in
-// the host pool. Every rank must call the same methods in the same order.
+// the host pool. The offloaded AdamW runs on the CPU (the CPU backend's
+// vectorized kernel) on any backend: each unit's gradient chunk is copied
+// to the host pool on the transfer stream, and while the CPU updates one
+// unit the next unit's gradients and the previous unit's weights travel
+// (on the CPU backend the copies are plain memcpys between the pools).
+// Every rank must call the same methods in the same order.
 #pragma once
 
 #include <cstdint>
@@ -121,6 +126,18 @@ class ZeroEngine {
   };
 
   const Tensor& state_tensor(State which) const;
+  // The communicator, once the backend's pending work is done (GPU).
+  Communicator& comm_ready();
+  // `chunk` where the communicator can read it: itself, or (a GPU
+  // backend's host-pool tensor) a device copy.
+  Tensor reachable(const Tensor& chunk);
+  // The AdamW parameters of the optimizer segments in [first, end), reading
+  // gradients from `grads` and writing weights to `working` (each undefined:
+  // this engine's own buffers).
+  std::vector<AdamWParam> adam_params(size_t first, size_t end, const Tensor& grads,
+                                      const Tensor& working) const;
+  // optimizer_step with master and moments offloaded to the host pool.
+  void host_optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale);
   // Tensor of `numel` elements in a pool.
   Tensor allocate(int64_t numel, DType dtype, MemoryCategory category, bool host = false);
   // The views of the owned gradients, one per owned parameter segment.
@@ -165,6 +182,13 @@ class ZeroEngine {
   // Stage 0: the released units' gradient range not yet submitted, [begin, end).
   int64_t bucket_begin_ = 0, bucket_end_ = 0;
   std::unique_ptr<Weights> weights_;
+  // offload_optimizer: the CPU backend running AdamW on the
+  // host-pool state, and the host copies of the owned gradients and of the
+  // updated weights (optimizer-partition order).
+  std::unique_ptr<Backend> host_ops_;
+  Tensor host_grads_, host_weights_;
+  // optimizer_partition_.segments() index range of each unit's shard.
+  std::vector<std::pair<size_t, size_t>> unit_segments_;
 };
 
 }  // namespace mixtrain

@@ -80,6 +80,7 @@ class CudaEvent final : public Event {
   CudaEvent& operator=(const CudaEvent&) = delete;
 
   cudaEvent_t get() const { return event_; }
+  void wait() const override { MIXTRAIN_CUDA_CHECK(cudaEventSynchronize(event_)); }
 
  private:
   cudaEvent_t event_ = nullptr;
