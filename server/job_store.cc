@@ -1,0 +1,238 @@
+// Why: see job_store.h. Job states are stored as their mixtrain.v1.JobState
+// numbers, which the proto contract keeps stable.
+#include "job_store.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <utility>
+
+namespace mixtrain::server {
+namespace {
+
+#define RETURN_IF_ERROR(expr)               \
+  if (absl::Status _s = (expr); !_s.ok()) { \
+    return _s;                              \
+  }
+#define ASSIGN_OR_RETURN(lhs, expr)             \
+  auto lhs##_or = (expr);                       \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  auto lhs = std::move(*lhs##_or)
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS jobs(
+  id TEXT PRIMARY KEY, name TEXT NOT NULL, state INTEGER NOT NULL, spec_yaml TEXT NOT NULL,
+  steps INTEGER NOT NULL, attempt INTEGER NOT NULL, message TEXT NOT NULL,
+  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS attempts(
+  job_id TEXT NOT NULL REFERENCES jobs(id), attempt INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL, ended_ms INTEGER NOT NULL DEFAULT 0,
+  outcome INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(job_id, attempt));
+CREATE TABLE IF NOT EXISTS events(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL REFERENCES jobs(id),
+  unix_ms INTEGER NOT NULL, state INTEGER NOT NULL, message TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id, seq);
+CREATE TABLE IF NOT EXISTS logs(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL REFERENCES jobs(id),
+  attempt INTEGER NOT NULL, rank INTEGER NOT NULL, unix_ms INTEGER NOT NULL,
+  text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS logs_by_job ON logs(job_id, seq);
+)sql";
+
+constexpr std::string_view kJobColumns =
+    "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms "
+    "FROM jobs ";
+
+int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// 16 hex digits from the OS's random source: unique without coordination.
+std::string new_job_id() {
+  std::random_device random;
+  const uint64_t bits = (uint64_t{random()} << 32) | random();
+  char id[17];
+  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(bits));
+  return id;
+}
+
+JobRecord read_job(const SqliteStatement& row) {
+  JobRecord job;
+  job.id = row.column_text(0);
+  job.name = row.column_text(1);
+  job.state = static_cast<v1::JobState>(row.column_int64(2));
+  job.spec_yaml = row.column_text(3);
+  job.steps = row.column_int64(4);
+  job.attempt = static_cast<int32_t>(row.column_int64(5));
+  job.message = row.column_text(6);
+  job.created_unix_ms = row.column_int64(7);
+  job.updated_unix_ms = row.column_int64(8);
+  return job;
+}
+
+JobEventRecord read_event(const SqliteStatement& row) {
+  return {row.column_int64(0), static_cast<v1::JobState>(row.column_int64(1)), row.column_text(2)};
+}
+
+AttemptRecord read_attempt(const SqliteStatement& row) {
+  return {static_cast<int32_t>(row.column_int64(0)), row.column_int64(1), row.column_int64(2),
+          static_cast<v1::JobState>(row.column_int64(3))};
+}
+
+LogRecord read_log(const SqliteStatement& row) {
+  return {static_cast<int32_t>(row.column_int64(0)), static_cast<int32_t>(row.column_int64(1)),
+          row.column_int64(2), row.column_text(3)};
+}
+
+// Every row that `sql` selects, each converted by `read`; `job_id` fills
+// the statement's parameter when it has one.
+template <typename Read>
+auto select_rows(SqliteDb& db, std::string_view sql, std::string_view job_id, Read read)
+    -> absl::StatusOr<std::vector<decltype(read(std::declval<const SqliteStatement&>()))>> {
+  ASSIGN_OR_RETURN(statement, db.prepare(sql));
+  statement.bind(1, job_id);
+  std::vector<decltype(read(statement))> rows;
+  while (true) {
+    ASSIGN_OR_RETURN(has_row, statement.step());
+    if (!has_row) return rows;
+    rows.push_back(read(statement));
+  }
+}
+
+}  // namespace
+
+bool is_legal_transition(v1::JobState from, v1::JobState to) {
+  switch (from) {
+    case v1::JOB_STATE_QUEUED:
+      return to == v1::JOB_STATE_RUNNING || to == v1::JOB_STATE_CANCELLED;
+    case v1::JOB_STATE_RUNNING:
+      return to == v1::JOB_STATE_SUCCEEDED || to == v1::JOB_STATE_FAILED ||
+             to == v1::JOB_STATE_CANCELLED || to == v1::JOB_STATE_QUEUED;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::open(const std::string& path,
+                                                         const JobStoreOptions& options) {
+  ASSIGN_OR_RETURN(db, SqliteDb::open(path));
+  RETURN_IF_ERROR(db->exec(kSchema));
+  return std::unique_ptr<JobStore>(new JobStore(std::move(db), options));
+}
+
+absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::string_view spec_yaml,
+                                               int64_t steps) {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = now_unix_ms();
+  const std::string id = new_job_id();
+  ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
+  ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO jobs VALUES(?, ?, ?, ?, ?, 0, '', ?, ?)"));
+  RETURN_IF_ERROR(insert.bind(1, id)
+                      .bind(2, name)
+                      .bind(3, int64_t{v1::JOB_STATE_QUEUED})
+                      .bind(4, spec_yaml)
+                      .bind(5, steps)
+                      .bind(6, now)
+                      .bind(7, now)
+                      .run());
+  RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
+  RETURN_IF_ERROR(tx.commit());
+  return get_job_locked(id);
+}
+
+absl::StatusOr<JobRecord> JobStore::get_job(std::string_view id) {
+  absl::MutexLock lock(&mu_);
+  return get_job_locked(id);
+}
+
+absl::StatusOr<JobRecord> JobStore::get_job_locked(std::string_view id) {
+  ASSIGN_OR_RETURN(select, db_->prepare(std::string(kJobColumns) + "WHERE id = ?"));
+  select.bind(1, id);
+  ASSIGN_OR_RETURN(has_row, select.step());
+  if (!has_row) return absl::NotFoundError("no job with id '" + std::string(id) + "'");
+  return read_job(select);
+}
+
+absl::StatusOr<std::vector<JobRecord>> JobStore::list_jobs() {
+  absl::MutexLock lock(&mu_);
+  return select_rows(*db_, std::string(kJobColumns) + "ORDER BY rowid", "", read_job);
+}
+
+absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState to,
+                                               std::string_view message) {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = now_unix_ms();
+  ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
+  ASSIGN_OR_RETURN(job, get_job_locked(id));
+  if (!is_legal_transition(job.state, to)) {
+    return absl::FailedPreconditionError("job '" + job.id + "' is " + v1::JobState_Name(job.state) +
+                                         ", it cannot become " + v1::JobState_Name(to));
+  }
+  const int32_t attempt = job.attempt + (to == v1::JOB_STATE_RUNNING ? 1 : 0);
+  ASSIGN_OR_RETURN(update, db_->prepare("UPDATE jobs SET state = ?, attempt = ?, message = ?, "
+                                        "updated_ms = ? WHERE id = ?"));
+  RETURN_IF_ERROR(
+      update.bind(1, int64_t{to}).bind(2, attempt).bind(3, message).bind(4, now).bind(5, id).run());
+  if (to == v1::JOB_STATE_RUNNING) {
+    ASSIGN_OR_RETURN(start, db_->prepare("INSERT INTO attempts(job_id, attempt, started_ms) "
+                                         "VALUES(?, ?, ?)"));
+    RETURN_IF_ERROR(start.bind(1, id).bind(2, attempt).bind(3, now).run());
+  } else if (job.state == v1::JOB_STATE_RUNNING) {
+    ASSIGN_OR_RETURN(end, db_->prepare("UPDATE attempts SET ended_ms = ?, outcome = ? "
+                                       "WHERE job_id = ? AND attempt = ?"));
+    RETURN_IF_ERROR(end.bind(1, now).bind(2, int64_t{to}).bind(3, id).bind(4, attempt).run());
+  }
+  RETURN_IF_ERROR(add_event_locked(id, to, message, now));
+  RETURN_IF_ERROR(tx.commit());
+  return get_job_locked(id);
+}
+
+absl::Status JobStore::add_event_locked(std::string_view id, v1::JobState state,
+                                        std::string_view message, int64_t now_ms) {
+  ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO events(job_id, unix_ms, state, message) "
+                                        "VALUES(?, ?, ?, ?)"));
+  return insert.bind(1, id).bind(2, now_ms).bind(3, int64_t{state}).bind(4, message).run();
+}
+
+absl::StatusOr<std::vector<JobEventRecord>> JobStore::events(std::string_view id) {
+  absl::MutexLock lock(&mu_);
+  return select_rows(*db_,
+                     "SELECT unix_ms, state, message FROM events "
+                     "WHERE job_id = ? ORDER BY seq",
+                     id, read_event);
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> JobStore::attempts(std::string_view id) {
+  absl::MutexLock lock(&mu_);
+  return select_rows(*db_,
+                     "SELECT attempt, started_ms, ended_ms, outcome "
+                     "FROM attempts WHERE job_id = ? ORDER BY attempt",
+                     id, read_attempt);
+}
+
+absl::Status JobStore::append_log(std::string_view id, int32_t attempt, int32_t rank,
+                                  std::string_view text) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
+  ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO logs(job_id, attempt, rank, unix_ms, text) "
+                                        "VALUES(?, ?, ?, ?, ?)"));
+  RETURN_IF_ERROR(
+      insert.bind(1, id).bind(2, attempt).bind(3, rank).bind(4, now_unix_ms()).bind(5, text).run());
+  ASSIGN_OR_RETURN(trim, db_->prepare("DELETE FROM logs WHERE job_id = ?1 AND seq <= "
+                                      "(SELECT seq FROM logs WHERE job_id = ?1 "
+                                      "ORDER BY seq DESC LIMIT 1 OFFSET ?2)"));
+  RETURN_IF_ERROR(trim.bind(1, id).bind(2, options_.log_tail_lines).run());
+  return tx.commit();
+}
+
+absl::StatusOr<std::vector<LogRecord>> JobStore::logs(std::string_view id) {
+  absl::MutexLock lock(&mu_);
+  return select_rows(*db_,
+                     "SELECT attempt, rank, unix_ms, text FROM logs "
+                     "WHERE job_id = ? ORDER BY seq",
+                     id, read_log);
+}
+
+}  // namespace mixtrain::server

@@ -1,0 +1,96 @@
+// Why: see sqlite_db.h.
+#include "sqlite_db.h"
+
+#include <utility>
+
+namespace mixtrain::server {
+namespace {
+
+absl::Status sqlite_error(sqlite3* db, std::string_view what) {
+  return absl::InternalError(std::string(what) + ": " + sqlite3_errmsg(db));
+}
+
+}  // namespace
+
+SqliteStatement::SqliteStatement(SqliteStatement&& other) noexcept
+    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)) {}
+
+SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
+
+SqliteStatement& SqliteStatement::bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+SqliteStatement& SqliteStatement::bind(int index, std::string_view value) {
+  sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  return *this;
+}
+
+absl::StatusOr<bool> SqliteStatement::step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return sqlite_error(db_, sqlite3_sql(stmt_));
+}
+
+absl::Status SqliteStatement::run() { return step().status(); }
+
+int64_t SqliteStatement::column_int64(int index) const {
+  return sqlite3_column_int64(stmt_, index);
+}
+
+std::string SqliteStatement::column_text(int index) const {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, index));
+  return text == nullptr ? std::string() : std::string(text, sqlite3_column_bytes(stmt_, index));
+}
+
+absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path) {
+  sqlite3* handle = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::unique_ptr<SqliteDb> db(new SqliteDb(handle));
+  if (rc != SQLITE_OK) return sqlite_error(handle, "cannot open " + path);
+  sqlite3_busy_timeout(handle, 5000);
+  if (absl::Status s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                                "PRAGMA foreign_keys=ON;");
+      !s.ok()) {
+    return s;
+  }
+  return db;
+}
+
+SqliteDb::~SqliteDb() { sqlite3_close(db_); }
+
+absl::Status SqliteDb::exec(const char* sql) {
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return sqlite_error(db_, sql);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SqliteStatement> SqliteDb::prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return sqlite_error(db_, sql);
+  }
+  return SqliteStatement(db_, stmt);
+}
+
+absl::StatusOr<SqliteTransaction> SqliteTransaction::begin(SqliteDb& db) {
+  if (absl::Status s = db.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  return SqliteTransaction(&db);
+}
+
+SqliteTransaction::~SqliteTransaction() {
+  if (db_ != nullptr) db_->exec("ROLLBACK").IgnoreError();
+}
+
+absl::Status SqliteTransaction::commit() {
+  absl::Status s = db_->exec("COMMIT");
+  if (s.ok()) db_ = nullptr;
+  return s;
+}
+
+}  // namespace mixtrain::server

@@ -1,0 +1,77 @@
+// Why: the job store needs only a handful of SQLite calls; this thin RAII
+// layer turns them into absl::Status values and frees handles on every path,
+// so job_store.cc reads as SQL and not as sqlite3_* bookkeeping.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mixtrain::server {
+
+// One prepared statement. Parameters are numbered from 1, columns from 0.
+class SqliteStatement {
+ public:
+  SqliteStatement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  SqliteStatement(SqliteStatement&& other) noexcept;
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
+  ~SqliteStatement();
+
+  SqliteStatement& bind(int index, int64_t value);
+  SqliteStatement& bind(int index, std::string_view value);  // copied by SQLite
+
+  // Runs to the next row: true when there is one, false when done.
+  absl::StatusOr<bool> step();
+  // step() for statements without results.
+  absl::Status run();
+
+  int64_t column_int64(int index) const;
+  std::string column_text(int index) const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+// One connection; not thread safe (callers hold their own lock).
+class SqliteDb {
+ public:
+  // Opens or creates the database at `path`, in WAL mode with foreign keys on.
+  static absl::StatusOr<std::unique_ptr<SqliteDb>> open(const std::string& path);
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+  ~SqliteDb();
+
+  // Runs one or more statements that return no rows.
+  absl::Status exec(const char* sql);
+  absl::StatusOr<SqliteStatement> prepare(std::string_view sql);
+
+ private:
+  explicit SqliteDb(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+};
+
+// BEGIN IMMEDIATE on construction; rolls back unless commit() succeeded.
+class SqliteTransaction {
+ public:
+  static absl::StatusOr<SqliteTransaction> begin(SqliteDb& db);
+  SqliteTransaction(SqliteTransaction&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
+  SqliteTransaction(const SqliteTransaction&) = delete;
+  SqliteTransaction& operator=(const SqliteTransaction&) = delete;
+  ~SqliteTransaction();
+
+  absl::Status commit();
+
+ private:
+  explicit SqliteTransaction(SqliteDb* db) : db_(db) {}
+  SqliteDb* db_;  // null once committed or rolled back
+};
+
+}  // namespace mixtrain::server

@@ -1,0 +1,162 @@
+// Why: the job store is the coordinator's memory across crashes; these
+// tests pin its state machine (legal moves only, each one atomic), the
+// attempts and events it records, the bounded log tail, and that a store
+// reopened on the same file sees everything.
+#include "job_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "test_support/temp_dir.h"
+
+namespace mixtrain::server {
+namespace {
+
+using v1::JobState;
+
+class JobStoreTest : public testing::Test {
+ protected:
+  std::unique_ptr<JobStore> open_store(const JobStoreOptions& options = {}) {
+    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::open(dir_.path("jobs.db"), options);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+  JobRecord create(JobStore& store, const std::string& name) {
+    absl::StatusOr<JobRecord> job = store.create_job(name, "name: " + name + "\n", 100);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : JobRecord{};
+  }
+  void move(JobStore& store, const std::string& id, JobState to) {
+    absl::StatusOr<JobRecord> job = store.transition(id, to, "to " + JobState_Name(to));
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->state, to);
+  }
+
+  test_support::TempDir dir_;
+};
+
+TEST_F(JobStoreTest, NewJobIsQueuedAndListedInSubmissionOrder) {
+  auto store = open_store();
+  const JobRecord first = create(*store, "first");
+  const JobRecord second = create(*store, "second");
+  EXPECT_EQ(first.state, v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(first.attempt, 0);
+  EXPECT_EQ(first.steps, 100);
+  EXPECT_EQ(first.spec_yaml, "name: first\n");
+  EXPECT_NE(first.id, second.id);
+  absl::StatusOr<std::vector<JobRecord>> jobs = store->list_jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].name, "first");
+  EXPECT_EQ((*jobs)[1].name, "second");
+}
+
+TEST_F(JobStoreTest, UnknownJobIsNotFound) {
+  auto store = open_store();
+  EXPECT_EQ(store->get_job("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->transition("nope", v1::JOB_STATE_RUNNING, "").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobStoreTest, RestartRecordsEveryAttemptAndEvent) {
+  auto store = open_store();
+  const std::string id = create(*store, "job").id;
+  move(*store, id, v1::JOB_STATE_RUNNING);
+  move(*store, id, v1::JOB_STATE_QUEUED);  // a worker was lost
+  move(*store, id, v1::JOB_STATE_RUNNING);
+  move(*store, id, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(store->get_job(id)->attempt, 2);
+
+  absl::StatusOr<std::vector<AttemptRecord>> attempts = store->attempts(id);
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ((*attempts)[0].attempt, 1);
+  EXPECT_EQ((*attempts)[0].outcome, v1::JOB_STATE_QUEUED);
+  EXPECT_GT((*attempts)[0].ended_unix_ms, 0);
+  EXPECT_EQ((*attempts)[1].outcome, v1::JOB_STATE_SUCCEEDED);
+
+  absl::StatusOr<std::vector<JobEventRecord>> events = store->events(id);
+  ASSERT_TRUE(events.ok()) << events.status();
+  std::vector<JobState> states;
+  for (const JobEventRecord& event : *events) states.push_back(event.state);
+  EXPECT_EQ(states, (std::vector<JobState>{v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING,
+                                           v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING,
+                                           v1::JOB_STATE_SUCCEEDED}));
+  EXPECT_EQ(events->back().message, "to JOB_STATE_SUCCEEDED");
+}
+
+TEST_F(JobStoreTest, IllegalTransitionIsRefusedAndChangesNothing) {
+  auto store = open_store();
+  const JobRecord queued = create(*store, "job");
+  absl::StatusOr<JobRecord> refused =
+      store->transition(queued.id, v1::JOB_STATE_SUCCEEDED, "skipping RUNNING");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("JOB_STATE_QUEUED"), std::string::npos);
+  EXPECT_EQ(store->get_job(queued.id)->state, v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(store->events(queued.id)->size(), 1u);
+
+  move(*store, queued.id, v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(store->transition(queued.id, v1::JOB_STATE_RUNNING, "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(store->attempts(queued.id)->empty());
+}
+
+TEST(JobStateMachine, OnlyTheDocumentedMovesAreLegal) {
+  const std::vector<std::pair<JobState, JobState>> legal = {
+      {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING},
+      {v1::JOB_STATE_QUEUED, v1::JOB_STATE_CANCELLED},
+      {v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED},
+      {v1::JOB_STATE_RUNNING, v1::JOB_STATE_FAILED},
+      {v1::JOB_STATE_RUNNING, v1::JOB_STATE_CANCELLED},
+      {v1::JOB_STATE_RUNNING, v1::JOB_STATE_QUEUED}};
+  for (int from = v1::JobState_MIN; from <= v1::JobState_MAX; ++from) {
+    for (int to = v1::JobState_MIN; to <= v1::JobState_MAX; ++to) {
+      const std::pair<JobState, JobState> move{JobState(from), JobState(to)};
+      const bool expected = std::find(legal.begin(), legal.end(), move) != legal.end();
+      EXPECT_EQ(is_legal_transition(move.first, move.second), expected)
+          << v1::JobState_Name(move.first) << " -> " << v1::JobState_Name(move.second);
+    }
+  }
+}
+
+TEST_F(JobStoreTest, LogKeepsOnlyTheNewestLinesOfEachJob) {
+  auto store = open_store({.log_tail_lines = 3});
+  const std::string a = create(*store, "a").id;
+  const std::string b = create(*store, "b").id;
+  ASSERT_TRUE(store->append_log(b, 1, 0, "b0").ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->append_log(a, 1, i % 2, std::to_string(i)).ok());
+  absl::StatusOr<std::vector<LogRecord>> lines = store->logs(a);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  std::vector<std::string> texts;
+  for (const LogRecord& line : *lines) texts.push_back(line.text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"2", "3", "4"}));
+  EXPECT_EQ((*lines)[0].rank, 0);
+  EXPECT_EQ((*lines)[1].rank, 1);
+  ASSERT_EQ(store->logs(b)->size(), 1u);
+}
+
+TEST_F(JobStoreTest, ReopenedStoreSeesEverything) {
+  std::string id;
+  {
+    auto store = open_store();
+    id = create(*store, "durable").id;
+    move(*store, id, v1::JOB_STATE_RUNNING);
+    ASSERT_TRUE(store->append_log(id, 1, 0, "step 1").ok());
+  }
+  auto store = open_store();
+  absl::StatusOr<JobRecord> job = store->get_job(id);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->name, "durable");
+  EXPECT_EQ(job->state, v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(job->attempt, 1);
+  EXPECT_EQ(store->events(id)->size(), 2u);
+  EXPECT_EQ(store->attempts(id)->size(), 1u);
+  ASSERT_EQ(store->logs(id)->size(), 1u);
+  EXPECT_EQ(store->logs(id)->front().text, "step 1");
+  move(*store, id, v1::JOB_STATE_FAILED);
+}
+
+}  // namespace
+}  // namespace mixtrain::server
