@@ -81,13 +81,8 @@ float Trainer::forward(GptWeights& weights, const TokenBatch& batch) {
 }
 
 double Trainer::mean_over_ranks(double local) {
-  if (options_.comm == nullptr || zero_.world_size() == 1) return local;
-  const float mine = static_cast<float>(local);
-  Tensor value = backend_.empty({1}, DType::kF32, MemoryCategory::kCommBuffers);
-  backend_.copy_from_host(value, &mine);
-  options_.comm->all_reduce(value);
-  float sum = 0.0f;
-  backend_.copy_to_host(&sum, value);
+  if (zero_.world_size() == 1) return local;
+  const float sum = zero_.all_reduce_scalar(static_cast<float>(local), ReduceOp::kSum);
   return static_cast<double>(sum) / zero_.world_size();
 }
 

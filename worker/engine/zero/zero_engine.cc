@@ -371,6 +371,16 @@ std::vector<Tensor> ZeroEngine::owned_gradient_views() const {
   return views;
 }
 
+float ZeroEngine::all_reduce_scalar(float value, ReduceOp op) {
+  if (comm_ == nullptr) return value;
+  const Tensor scalar = allocate(1, DType::kF32, MemoryCategory::kCommBuffers);
+  backend_.copy_from_host(scalar, &value);  // synchronous: no comm_ready() needed
+  comm_->all_reduce(scalar, op);
+  float reduced = 0.0f;
+  backend_.copy_to_host(&reduced, scalar);
+  return reduced;
+}
+
 NonFiniteCheck ZeroEngine::check_gradients() {
   const std::vector<Tensor> views = owned_gradient_views();
   NonFiniteCheck local = backend_.unscale_and_check(views, 1.0f);  // a factor of 1 changes no bit
@@ -385,11 +395,7 @@ NonFiniteCheck ZeroEngine::check_gradients() {
   const float mine = local.found ? 2.0f * (count - static_cast<float>(local.tensor_index)) +
                                        (local.is_nan ? 1.0f : 0.0f)
                                  : 0.0f;
-  Tensor flag = allocate(1, DType::kF32, MemoryCategory::kCommBuffers);
-  backend_.copy_from_host(flag, &mine);
-  comm_->all_reduce(flag, ReduceOp::kMax);
-  float agreed = 0.0f;
-  backend_.copy_to_host(&agreed, flag);
+  const float agreed = all_reduce_scalar(mine, ReduceOp::kMax);
   NonFiniteCheck out;
   if (agreed > 0.0f) {
     out.found = true;
@@ -402,15 +408,8 @@ NonFiniteCheck ZeroEngine::check_gradients() {
 double ZeroEngine::gradient_norm(float loss_scale) {
   const std::vector<Tensor> views = owned_gradient_views();
   double sum = backend_.sum_squares(views);
-  if (settings_.stage > 0 && comm_ != nullptr) {
-    const float mine = static_cast<float>(sum);
-    Tensor total = allocate(1, DType::kF32, MemoryCategory::kCommBuffers);
-    backend_.copy_from_host(total, &mine);
-    comm_->all_reduce(total, ReduceOp::kSum);
-    float agreed = 0.0f;
-    backend_.copy_to_host(&agreed, total);
-    sum = agreed;
-  }
+  if (settings_.stage > 0 && comm_ != nullptr)  // one rank keeps the fp64 sum
+    sum = all_reduce_scalar(static_cast<float>(sum), ReduceOp::kSum);
   return std::sqrt(sum) / loss_scale;
 }
 

@@ -112,6 +112,8 @@ class ZeroEngine {
   NonFiniteCheck check_gradients();
   // The global L2 norm of the gradients, divided by loss_scale.
   double gradient_norm(float loss_scale);
+  // `value` reduced over the ranks (fp32; one rank: itself).
+  float all_reduce_scalar(float value, ReduceOp op);
   // AdamW on this rank's partition with every gradient multiplied by
   // grad_scale, then the updated working weights on every rank.
   void optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale);
