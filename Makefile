@@ -23,12 +23,12 @@ test: build
 # coordinator lands its two workers are two local ranks (`mixtrain train`).
 demo: build
 	rm -rf $(BUILD_DIR)/demo-checkpoints
-	$(BUILD_DIR)/client/mixtrain train examples/demo.yaml \
+	$(BUILD_DIR)/bin/mixtrain train examples/demo.yaml \
 	  --set checkpoint.dir=$(BUILD_DIR)/demo-checkpoints --summary-json $(BUILD_DIR)/demo-summary.json
 	@echo "--- summary ($(BUILD_DIR)/demo-summary.json)"
 	@cat $(BUILD_DIR)/demo-summary.json
 	@echo "--- sample"
-	$(BUILD_DIR)/client/mixtrain sample $(BUILD_DIR)/demo-checkpoints --prompt "chapter one" \
+	$(BUILD_DIR)/bin/mixtrain sample $(BUILD_DIR)/demo-checkpoints --prompt "chapter one" \
 	  --tokens 300 --temperature 0.8
 
 bench: build

@@ -9,7 +9,7 @@ set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
 
-echo "== machine: $("$build/client/mixtrain" env 2>/dev/null | sed -n 's/^cpu features *//p') ($(nproc) cores)"
+echo "== machine: $("$build/bin/mixtrain" env 2>/dev/null | sed -n 's/^cpu features *//p') ($(nproc) cores)"
 echo
 echo "== GEMM: Backend::matmul vs raw oneDNN (GFLOP/s)"
 "$build/bench/gemm_bench"
