@@ -13,6 +13,7 @@
 #include "job_spec_yaml.h"
 #include "local_ranks.h"
 #include "progress_printer.h"
+#include "run_trainer.h"
 #include "train/trainer.h"
 
 namespace mixtrain::cli {
@@ -153,17 +154,7 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
   }
 
-  TrainSummary summary;
-  int exit_code = 0;
-  try {
-    summary = trainer->run();
-  } catch (const std::exception& e) {
-    printer.finish();
-    err << "mixtrain train" << who << ": " << e.what() << "\n";
-    summary = trainer->summary("failed");
-    exit_code = 1;
-  }
-  printer.finish();
+  auto [summary, exit_code] = run_trainer(*trainer, printer, "mixtrain train" + who, err);
   if (group.store) exchange_rank_summaries(group, summary, err);
   if (!leader) return exit_code;
   print_outcome(summary, trainer->checkpoint_dir(), out);

@@ -12,14 +12,21 @@ namespace mixtrain {
 
 // One finished training step (applied or skipped).
 struct StepProgress {
-  int64_t step = 0;        // steps done so far, 1-based: the first step reports 1
-  int64_t steps = 0;       // train.steps
-  double loss = 0.0;       // mean training loss over the step's micro-batches
-  double loss_scale = 1.0; // the loss scale after this step's update (next step's scale)
-  double lr = 0.0;         // learning rate of this step
-  double grad_norm = 0.0;  // global L2 norm of the unscaled gradients; 0 when skipped
+  int64_t step = 0;                // steps done so far, 1-based: the first step reports 1
+  int64_t steps = 0;               // train.steps
+  double loss = 0.0;               // mean training loss over the step's micro-batches
+  double loss_scale = 1.0;         // the loss scale after this step's update (next step's scale)
+  double lr = 0.0;                 // learning rate of this step
+  double grad_norm = 0.0;          // global L2 norm of the unscaled gradients; 0 when skipped
   double tokens_per_second = 0.0;  // training tokens of this step / its wall time
-  bool skipped = false;    // inf/NaN gradients: no update applied
+  bool skipped = false;            // inf/NaN gradients: no update applied
+  // When skipped: "nan" or "inf" (the first non-finite value found), and
+  // where it showed first: "loss" (the loss itself was not finite) or
+  // "grads" (a finite loss, non-finite gradients). Empty otherwise.
+  std::string nonfinite_kind;
+  std::string nonfinite_where;
+  double seconds = 0.0;  // wall time of this step
+  double tokens = 0.0;   // training tokens of this step over all ranks
 };
 
 // One evaluation, after `step` steps.

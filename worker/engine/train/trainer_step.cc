@@ -44,6 +44,8 @@ StepProgress Trainer::train_step() {
   progress.skipped = decision.skip;
   if (decision.skip) {
     (check.is_nan ? state_.nan_events : state_.inf_events) += 1;
+    progress.nonfinite_kind = check.is_nan ? "nan" : "inf";
+    progress.nonfinite_where = std::isfinite(progress.loss) ? "grads" : "loss";
     if (options_.progress.on_log)
       options_.progress.on_log(describe_overflow(step_number, parameter_names_, check, decision));
   } else {
@@ -70,6 +72,8 @@ StepProgress Trainer::train_step() {
     comm_elements_ += sent.elements_sent;
     comm_bytes_ += sent.bytes_sent;
   }
+  progress.seconds = seconds;
+  progress.tokens = tokens;
   progress.tokens_per_second = seconds > 0.0 ? tokens / seconds : 0.0;
   return progress;
 }

@@ -229,6 +229,20 @@ int cuda_device_count() {
   return count;
 }
 
+CudaDeviceInfo cuda_device_info(int device) {
+  CudaDeviceInfo out;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return out;
+  }
+  out.name = prop.name;
+  out.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  out.compute_capability_major = prop.major;
+  out.compute_capability_minor = prop.minor;
+  return out;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   const int count = cuda_device_count();
   if (device < 0 || device >= count) {

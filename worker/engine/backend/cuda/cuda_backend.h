@@ -3,7 +3,9 @@
 // build has it and a device is present.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "backend/backend.h"
 
@@ -12,6 +14,18 @@ namespace mixtrain {
 // Number of usable CUDA devices; 0 when there is no driver or no device
 // (never throws).
 int cuda_device_count();
+
+// What a worker agent advertises about one device.
+struct CudaDeviceInfo {
+  std::string name;
+  int64_t memory_bytes = 0;
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+};
+
+// The properties of device `device` (0-based); an empty name when it
+// cannot be queried (never throws).
+CudaDeviceInfo cuda_device_info(int device);
 
 // A backend on device `device` (0-based). Throws EngineError(kUnavailable)
 // when the device cannot be used.

@@ -1,0 +1,175 @@
+// Why: the agent's contract with the coordinator is a sequence of calls:
+// register, open the task stream, heartbeat, run what it is told, report,
+// and after a coordinator restart register again with its old id and the
+// task it still runs. These tests play the coordinator with the in-test
+// WorkerService and train for real in the task process.
+#include "agent.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "test_support/temp_dir.h"
+#include "test_worker_service.h"
+#include "tiny_task.h"
+
+namespace mixtrain::worker {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Polls `condition` every 20 ms for up to `timeout`.
+bool eventually(const std::function<bool()>& condition, milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return condition();
+}
+
+v1::TaskCommand start(const v1::Task& task) {
+  v1::TaskCommand out;
+  *out.mutable_start() = task;
+  return out;
+}
+
+v1::TaskCommand cancel(const std::string& job_id, int attempt) {
+  v1::TaskCommand out;
+  out.mutable_cancel()->set_job_id(job_id);
+  out.mutable_cancel()->set_attempt(attempt);
+  out.mutable_cancel()->set_reason("user asked");
+  return out;
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.start());
+    AgentOptions options;
+    options.connection.address = server_.address();
+    options.metrics_listen = "127.0.0.1:0";
+    options.advertise_host = "worker-host";
+    options.executable = MIXTRAIN_WORKER_BINARY;
+    absl::StatusOr<std::unique_ptr<Agent>> agent = Agent::create(options, log_);
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = std::move(*agent);
+    thread_ = std::thread([this] { agent_->run(); });
+    ASSERT_TRUE(eventually([&] { return !service_.registrations().empty(); }, milliseconds(10000)));
+  }
+  void TearDown() override {
+    if (agent_) agent_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // The final reports (not RUNNING) so far.
+  std::vector<v1::ReportProgressRequest> finals() {
+    std::vector<v1::ReportProgressRequest> out;
+    for (const auto& p : service_.progress())
+      if (p.outcome() != v1::TASK_OUTCOME_RUNNING) out.push_back(p);
+    return out;
+  }
+  bool has_running_report() {
+    for (const auto& p : service_.progress())
+      if (p.outcome() == v1::TASK_OUTCOME_RUNNING) return true;
+    return false;
+  }
+  std::string delivered_output() {
+    std::string out;
+    for (const auto& request : service_.logs())
+      for (const std::string& line : request.lines()) out += line + "\n";
+    return out;
+  }
+
+  test_support::TempDir dir_;
+  testing::TestWorkerService service_;
+  testing::TestServer server_{service_};
+  std::stringstream log_;  // read only after the agent stopped
+  std::unique_ptr<Agent> agent_;
+  std::thread thread_;
+};
+
+TEST_F(AgentTest, RegistersRunsATaskAndReportsItsOutcome) {
+  const v1::RegisterRequest registration = service_.registrations().at(0);
+  EXPECT_EQ(registration.metrics_address(),
+            "worker-host:" + std::to_string(agent_->metrics_port()));
+  EXPECT_GE(registration.resources().cpu_cores(), 1);
+  EXPECT_GT(registration.resources().memory_bytes(), 0);
+  EXPECT_EQ(registration.resources().backend(), v1::BACKEND_CPU);
+  EXPECT_TRUE(registration.previous_worker_id().empty());
+
+  service_.send(start(testing::tiny_task(testing::tiny_spec(10), dir_.path("ckpt"))));
+  ASSERT_TRUE(eventually([&] { return !finals().empty(); }, milliseconds(60000)));
+  const v1::ReportProgressRequest final = finals().at(0);
+  EXPECT_EQ(final.outcome(), v1::TASK_OUTCOME_SUCCEEDED) << final.message();
+  EXPECT_EQ(final.worker_id(), "w1");
+  EXPECT_EQ(final.progress().step(), 10);
+  EXPECT_GT(final.progress().val_loss(), 0.0);
+  EXPECT_NE(final.summary_json().find("\"status\":\"succeeded\""), std::string::npos);
+  EXPECT_NE(delivered_output().find("step 10/10"), std::string::npos) << delivered_output();
+  EXPECT_TRUE(eventually([&] { return !service_.heartbeats().empty(); }, milliseconds(5000)));
+
+  agent_->stop();
+  thread_.join();
+  EXPECT_NE(log_.str().find("mixtrain-worker: registered as w1 with " + server_.address() +
+                            ", metrics on port " + std::to_string(agent_->metrics_port())),
+            std::string::npos)
+      << log_.str();
+}
+
+TEST_F(AgentTest, TaskSurvivesACoordinatorRestartAndCanBeCancelledAfter) {
+  service_.send(start(testing::tiny_task(testing::tiny_spec(1000000), dir_.path("ckpt"))));
+  ASSERT_TRUE(eventually([&] { return has_running_report(); }, milliseconds(60000)));
+
+  const int port = server_.port();
+  server_.stop();
+  service_.forget_workers();
+  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(server_.start(port));
+  ASSERT_TRUE(
+      eventually([&] { return service_.registrations().size() >= 2; }, milliseconds(15000)));
+  const v1::RegisterRequest again = service_.registrations().at(1);
+  EXPECT_EQ(again.previous_worker_id(), "w1");
+  ASSERT_EQ(again.running_size(), 1);
+  EXPECT_EQ(again.running(0).job_id(), "job-1");
+  EXPECT_TRUE(finals().empty());  // the task kept running
+
+  service_.send(cancel("job-1", 1));
+  ASSERT_TRUE(eventually([&] { return !finals().empty(); }, milliseconds(15000)));
+  EXPECT_EQ(finals().at(0).outcome(), v1::TASK_OUTCOME_CANCELLED);
+  EXPECT_EQ(finals().at(0).worker_id(), "w2");
+  EXPECT_EQ(finals().at(0).message(), "rank 0 cancelled: user asked");
+}
+
+TEST_F(AgentTest, RefusesBadTasksAndASecondTaskWithoutStopping) {
+  v1::Task bad = testing::tiny_task(testing::tiny_spec(3), dir_.path("ckpt"));
+  bad.set_rank(5);
+  bad.set_world_size(2);
+  service_.send(start(bad));
+  ASSERT_TRUE(eventually([&] { return !finals().empty(); }, milliseconds(10000)));
+  EXPECT_EQ(finals().at(0).outcome(), v1::TASK_OUTCOME_FAILED);
+  EXPECT_EQ(finals().at(0).message(), "invalid task: rank 5 outside world_size 2");
+
+  service_.send(start(testing::tiny_task(testing::tiny_spec(1000000), dir_.path("ckpt"))));
+  ASSERT_TRUE(eventually([&] { return has_running_report(); }, milliseconds(60000)));
+  v1::Task second = testing::tiny_task(testing::tiny_spec(3), dir_.path("ckpt2"));
+  second.set_job_id("job-2");
+  service_.send(start(second));
+  service_.send(cancel("job-2", 1));  // not running: ignored
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(finals().size(), 1u);
+
+  // Stopping the agent cancels its task and still delivers the outcome.
+  agent_->stop();
+  thread_.join();
+  ASSERT_EQ(finals().size(), 2u);
+  EXPECT_EQ(finals().at(1).outcome(), v1::TASK_OUTCOME_CANCELLED);
+  EXPECT_EQ(finals().at(1).task().job_id(), "job-1");
+  EXPECT_NE(log_.str().find("ignoring start of job job-2"), std::string::npos) << log_.str();
+}
+
+}  // namespace
+}  // namespace mixtrain::worker

@@ -1,0 +1,251 @@
+// Why: training runs in a child process so that nothing it does can take
+// the agent down. These tests start the real mixtrain-worker binary in
+// task mode on a tiny job and check what the agent gets back: every step
+// and evaluation, the output lines, the summary, and for a failing child
+// the cause (exit code with its last stderr line, the killing signal), a
+// cancel that stops training, and SIGKILL for a child ignoring SIGTERM.
+#include "task_runner.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_support/temp_dir.h"
+#include "tiny_task.h"
+
+namespace mixtrain::worker {
+namespace {
+
+using std::chrono::seconds;
+
+using testing::tiny_spec;
+
+TaskLaunch launch_for(const std::string& spec, const std::string& checkpoint_dir) {
+  TaskLaunch launch;
+  launch.task = testing::tiny_task(spec, checkpoint_dir);
+  launch.backend = "cpu";
+  launch.connection.address = "127.0.0.1:1";  // unused at world size 1
+  return launch;
+}
+
+// Everything a runner reported, and a way to wait for its end.
+class Recorder {
+ public:
+  TaskEvents events() {
+    TaskEvents out;
+    out.on_step = [this](const StepReport& step) { add([&] { steps_.push_back(step); }); };
+    out.on_eval = [this](const EvalProgress& eval) { add([&] { evals_.push_back(eval); }); };
+    out.on_output = [this](const std::string& line) { add([&] { lines_.push_back(line); }); };
+    out.on_finished = [this](const TaskResult& result) { add([&] { result_ = result; }); };
+    return out;
+  }
+  // Waits up to `timeout` for the first step; false if none came.
+  bool wait_for_step(seconds timeout) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, timeout, [&] { return !steps_.empty() || result_; });
+  }
+  // The result, waiting up to `timeout`; FAILED "timed out" if none came.
+  TaskResult result(seconds timeout) {
+    std::unique_lock lock(mu_);
+    if (!changed_.wait_for(lock, timeout, [&] { return result_.has_value(); }))
+      return TaskResult{v1::TASK_OUTCOME_UNSPECIFIED, "timed out", ""};
+    return *result_;
+  }
+  std::vector<StepReport> steps() {
+    std::lock_guard lock(mu_);
+    return steps_;
+  }
+  std::vector<EvalProgress> evals() {
+    std::lock_guard lock(mu_);
+    return evals_;
+  }
+  std::string output() {
+    std::lock_guard lock(mu_);
+    std::string out;
+    for (const std::string& line : lines_) out += line + "\n";
+    return out;
+  }
+
+ private:
+  template <typename F>
+  void add(F f) {
+    std::lock_guard lock(mu_);
+    f();
+    changed_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<StepReport> steps_;
+  std::vector<EvalProgress> evals_;
+  std::vector<std::string> lines_;
+  std::optional<TaskResult> result_;
+};
+
+// An executable shell script in `dir` standing in for a task process that
+// misbehaves in a way real training can only do by accident.
+std::string script(const test_support::TempDir& dir, const std::string& body) {
+  const std::string path = dir.write("task.sh", "#!/bin/sh\n" + body);
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+// The pids of this process's children (the task processes).
+std::vector<pid_t> child_pids() {
+  std::vector<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* entry = ::readdir(proc)) {
+    std::ifstream stat(std::string("/proc/") + entry->d_name + "/stat");
+    std::string text;
+    if (!std::getline(stat, text)) continue;
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    char state;
+    pid_t parent = 0;
+    fields >> state >> parent;
+    if (parent == ::getpid()) out.push_back(std::stoi(entry->d_name));
+  }
+  ::closedir(proc);
+  return out;
+}
+
+TEST(TaskRunnerTest, TinyTaskReportsStepsEvalsOutputAndSummary) {
+  test_support::TempDir dir;
+  Recorder recorder;
+  TaskRunner runner(MIXTRAIN_WORKER_BINARY, launch_for(tiny_spec(10), dir.path("ckpt")),
+                    recorder.events());
+  const TaskResult result = recorder.result(seconds(120));
+  ASSERT_EQ(result.outcome, v1::TASK_OUTCOME_SUCCEEDED) << result.message << "\n"
+                                                        << recorder.output();
+  EXPECT_TRUE(result.message.empty());
+  const std::vector<StepReport> steps = recorder.steps();
+  ASSERT_EQ(steps.size(), 10u);
+  EXPECT_EQ(steps.back().progress.step, 10);
+  EXPECT_EQ(steps.back().progress.steps, 10);
+  EXPECT_GT(steps.back().progress.loss, 0.0);
+  EXPECT_GT(steps.back().rank_tokens, 0.0);
+  EXPECT_GT(steps.back().model_flops, 0.0);
+  EXPECT_GT(steps.back().memory.peak_total[0], 0u);
+  ASSERT_EQ(recorder.evals().size(), 2u);
+  EXPECT_EQ(recorder.evals()[1].step, 10);
+  EXPECT_NE(recorder.output().find("step 10/10"), std::string::npos) << recorder.output();
+
+  const nlohmann::json summary = nlohmann::json::parse(result.summary_json);
+  EXPECT_EQ(summary["status"], "succeeded");
+  EXPECT_EQ(summary["steps"], 10);
+  ASSERT_EQ(summary["ranks"].size(), 1u);
+  EXPECT_EQ(summary["ranks"][0]["rank"], 0);
+  EXPECT_TRUE(std::filesystem::exists(dir.path("ckpt")));
+}
+
+TEST(TaskRunnerTest, RelativeDataPathsResolveInTheDataRoot) {
+  test_support::TempDir dir;
+  std::string corpus;
+  for (int i = 0; i < 200; ++i) corpus += "to be or not to be, that is the question. ";
+  dir.write("corpus.txt", corpus);
+  TaskLaunch launch = launch_for(tiny_spec(3, "corpus.txt"), dir.path("ckpt"));
+  launch.task.set_data_root(dir.path().string());
+  Recorder recorder;
+  TaskRunner runner(MIXTRAIN_WORKER_BINARY, launch, recorder.events());
+  const TaskResult result = recorder.result(seconds(120));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_SUCCEEDED) << result.message << "\n"
+                                                        << recorder.output();
+}
+
+TEST(TaskRunnerTest, InvalidSpecFailsNamingTheKey) {
+  test_support::TempDir dir;
+  Recorder recorder;
+  TaskRunner runner(MIXTRAIN_WORKER_BINARY,
+                    launch_for(tiny_spec(3, "builtin:demo", /*heads=*/5), dir.path("ckpt")),
+                    recorder.events());
+  const TaskResult result = recorder.result(seconds(60));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_FAILED);
+  EXPECT_NE(result.message.find("rank 0 exited with code 2: "), std::string::npos)
+      << result.message;
+  EXPECT_NE(result.message.find("model.heads"), std::string::npos) << result.message;
+  EXPECT_TRUE(result.summary_json.empty());
+}
+
+// A real training task that will not end on its own, already past its first step.
+class LongTaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(recorder_.wait_for_step(seconds(60))) << recorder_.output(); }
+
+  test_support::TempDir dir_;
+  Recorder recorder_;
+  TaskRunner runner_{MIXTRAIN_WORKER_BINARY, launch_for(tiny_spec(1000000), dir_.path("ckpt")),
+                     recorder_.events()};
+};
+
+TEST_F(LongTaskTest, TrainingKilledBySigkillIsReportedWithTheSignal) {
+  const std::vector<pid_t> children = child_pids();
+  ASSERT_EQ(children.size(), 1u);
+  ::kill(children[0], SIGKILL);  // what the kernel's OOM killer does
+  const TaskResult result = recorder_.result(seconds(30));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_FAILED);
+  EXPECT_EQ(result.message.rfind("rank 0 killed by signal 9 (SIGKILL)", 0), 0u) << result.message;
+}
+
+TEST(TaskRunnerTest, NonZeroExitIsReportedWithTheLastStderrLine) {
+  test_support::TempDir dir;
+  Recorder recorder;
+  TaskRunner runner(script(dir,
+                           "cat >/dev/null\necho progress\necho first >&2\n"
+                           "echo 'out of disk' >&2\nexit 3\n"),
+                    launch_for(tiny_spec(3), dir.path("ckpt")), recorder.events());
+  const TaskResult result = recorder.result(seconds(30));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_FAILED);
+  EXPECT_EQ(result.message, "rank 0 exited with code 3: out of disk");
+  EXPECT_EQ(recorder.output(), "progress\nfirst\nout of disk\n");
+}
+
+TEST_F(LongTaskTest, CancelStopsTrainingAndReportsCancelled) {
+  const auto start = std::chrono::steady_clock::now();
+  runner_.cancel("user asked");
+  const TaskResult result = recorder_.result(seconds(30));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_CANCELLED);
+  EXPECT_EQ(result.message, "rank 0 cancelled: user asked");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, TaskRunner::kKillGrace);
+}
+
+TEST(TaskRunnerTest, ChildIgnoringSigtermIsKilledAfterTheGrace) {
+  test_support::TempDir dir;
+  Recorder recorder;
+  TaskRunner runner(script(dir, "trap '' TERM\necho ready\nwhile true; do sleep 0.1; done\n"),
+                    launch_for(tiny_spec(3), dir.path("ckpt")), recorder.events());
+  for (int i = 0; i < 100 && recorder.output().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto start = std::chrono::steady_clock::now();
+  runner.cancel("stop now");
+  const TaskResult result = recorder.result(seconds(30));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_CANCELLED);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, TaskRunner::kKillGrace);
+}
+
+TEST(TaskRunnerTest, MissingExecutableFailsWithoutThrowing) {
+  test_support::TempDir dir;
+  Recorder recorder;
+  TaskRunner runner(dir.path("no-such-binary"), launch_for(tiny_spec(3), dir.path("ckpt")),
+                    recorder.events());
+  const TaskResult result = recorder.result(seconds(30));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_FAILED);
+  EXPECT_NE(result.message.find("rank 0"), std::string::npos) << result.message;
+}
+
+TEST(DescribeExitTest, NamesCodeSignalAndLastLine) {
+  EXPECT_EQ(describe_exit(1, SIGKILL, ""),
+            "rank 1 killed by signal 9 (SIGKILL), possibly out of memory");
+  EXPECT_EQ(describe_exit(2, SIGABRT, "assertion failed"),
+            "rank 2 killed by signal 6 (SIGABRT): assertion failed");
+  EXPECT_EQ(describe_exit(0, 1 << 8, "boom"), "rank 0 exited with code 1: boom");
+}
+
+}  // namespace
+}  // namespace mixtrain::worker

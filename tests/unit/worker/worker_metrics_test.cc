@@ -1,0 +1,123 @@
+// Why: dashboards and alerts read the worker's /metrics by the names of
+// DESIGN.md §7; these tests render the registry after a task's steps and
+// check the series with their job_id and rank labels, the counters that
+// add up across steps, and that a finished task leaves no series behind.
+#include "worker_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace mixtrain::worker {
+namespace {
+
+bool has(const std::string& text, const std::string& line) {
+  return text.find(line) != std::string::npos;
+}
+
+// `name{labels} value` as the text format writes it: labels sorted by name,
+// job_id="job-7" and rank="1" among them.
+std::string sample(const std::string& name, std::map<std::string, std::string> labels,
+                   const std::string& value) {
+  labels.emplace("job_id", "job-7");
+  labels.emplace("rank", "1");
+  std::string out = name + "{";
+  for (const auto& [key, text] : labels) out += key + "=\"" + text + "\",";
+  out.back() = '}';
+  return out + " " + value;
+}
+
+StepReport step(int64_t n, bool skipped) {
+  StepReport out;
+  out.progress.step = n;
+  out.progress.steps = 100;
+  out.progress.loss = 2.5;
+  out.progress.loss_scale = 1024;
+  out.progress.lr = 0.001;
+  out.progress.grad_norm = skipped ? 0.0 : 0.75;
+  out.progress.skipped = skipped;
+  if (skipped) {
+    out.progress.nonfinite_kind = "inf";
+    out.progress.nonfinite_where = "grads";
+  }
+  out.progress.seconds = 0.2;
+  out.rank_tokens = 64;
+  out.model_flops = 1e9;
+  out.memory.current[0][static_cast<int>(MemoryCategory::kParams)] = 4096;
+  out.memory.peak_total[0] = 10000;
+  out.comm[CommOp::kAllReduce].bytes_sent = 1000 * n;
+  out.comm[CommOp::kAllReduce].seconds = 0.5 * static_cast<double>(n);
+  return out;
+}
+
+TEST(WorkerMetricsTest, TaskSeriesCarryLabelsAndAccumulate) {
+  WorkerMetrics metrics;
+  metrics.begin_task("job-7", 1, 1e10);
+  metrics.on_step(step(1, false));
+  metrics.on_step(step(2, true));
+  metrics.on_eval(EvalProgress{2, 2.25});
+  const std::string text = metrics.render();
+  EXPECT_TRUE(has(text, sample("mixtrain_train_loss", {}, "2.5"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_val_loss", {}, "2.25"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_loss_scale", {}, "1024"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_grad_norm", {}, "0.75"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_learning_rate", {}, "0.001"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_steps_total", {}, "2"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_tokens_total", {}, "128"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_overflow_steps_total", {}, "1"))) << text;
+  EXPECT_TRUE(has(
+      text, sample("mixtrain_nonfinite_events_total", {{"kind", "inf"}, {"where", "grads"}}, "1")))
+      << text;
+  EXPECT_TRUE(has(
+      text, sample("mixtrain_nonfinite_events_total", {{"kind", "nan"}, {"where", "loss"}}, "0")))
+      << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_step_duration_seconds_count", {}, "2"))) << text;
+  EXPECT_TRUE(
+      has(text, sample("mixtrain_memory_bytes", {{"kind", "params"}, {"pool", "device"}}, "4096")))
+      << text;
+  EXPECT_TRUE(has(
+      text, sample("mixtrain_memory_bytes", {{"kind", "optimizer_state"}, {"pool", "host"}}, "0")))
+      << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_memory_peak_bytes", {{"pool", "device"}}, "10000")))
+      << text;
+  // Cumulative counts from the child become the counter's total, not a sum of totals.
+  EXPECT_TRUE(has(text, sample("mixtrain_collective_bytes_total", {{"op", "all_reduce"}}, "2000")))
+      << text;
+  EXPECT_TRUE(
+      has(text, sample("mixtrain_collective_duration_seconds", {{"op", "all_reduce"}}, "1")))
+      << text;
+  // 1e9 FLOPs in 0.2 s against a 1e10 FLOP/s peak.
+  EXPECT_TRUE(has(text, sample("mixtrain_model_flops_utilization_ratio", {}, "0.5"))) << text;
+  EXPECT_TRUE(has(text, "mixtrain_worker_busy 1")) << text;
+  EXPECT_TRUE(has(text, "mixtrain_worker_up 1")) << text;
+}
+
+TEST(WorkerMetricsTest, EndedTaskLeavesNoSeries) {
+  WorkerMetrics metrics;
+  metrics.begin_task("job-8", 0, 0.0);
+  metrics.on_step(step(1, true));
+  metrics.on_eval(EvalProgress{1, 3.0});
+  metrics.end_task("succeeded");
+  const std::string text = metrics.render();
+  EXPECT_FALSE(has(text, "job-8")) << text;
+  EXPECT_TRUE(has(text, "mixtrain_worker_busy 0")) << text;
+  EXPECT_TRUE(has(text, "mixtrain_worker_tasks_total{outcome=\"succeeded\"} 1")) << text;
+  // Without a task, reports change nothing.
+  metrics.on_step(step(2, false));
+  EXPECT_FALSE(has(metrics.render(), "job_id")) << metrics.render();
+}
+
+TEST(WorkerMetricsTest, MalformedNonfiniteKindAddsNoSeries) {
+  WorkerMetrics metrics;
+  metrics.begin_task("job-9", 0, 0.0);
+  StepReport odd = step(1, true);
+  odd.progress.nonfinite_kind = "weird";
+  metrics.on_step(odd);
+  EXPECT_FALSE(has(metrics.render(), "weird"));
+  EXPECT_FALSE(has(metrics.render(), "mixtrain_model_flops_utilization_ratio{"));
+  metrics.end_task("failed");
+  EXPECT_FALSE(has(metrics.render(), "job-9"));
+}
+
+}  // namespace
+}  // namespace mixtrain::worker

@@ -1,0 +1,159 @@
+// Why: the small pieces the agent is built from, each with a contract of
+// its own: backoff delays, line splitting of child output, the child's
+// report lines and the task launch surviving their round trip, reading
+// MemTotal, the Progress totals, and the backend choice.
+#include <gtest/gtest.h>
+
+#include "backoff.h"
+#include "child_messages.h"
+#include "line_splitter.h"
+#include "resources.h"
+#include "task_launch.h"
+#include "task_progress.h"
+
+namespace mixtrain::worker {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(BackoffTest, DoublesUpToTheCapAndResets) {
+  Backoff backoff(milliseconds(100), milliseconds(2000));
+  std::vector<int64_t> delays;
+  for (int i = 0; i < 7; ++i) delays.push_back(backoff.next().count());
+  EXPECT_EQ(delays, (std::vector<int64_t>{100, 200, 400, 800, 1600, 2000, 2000}));
+  backoff.reset();
+  EXPECT_EQ(backoff.next().count(), 100);
+}
+
+TEST(LineSplitterTest, JoinsChunksAndCutsLongLines) {
+  std::vector<std::string> lines;
+  LineSplitter splitter([&](std::string line) { lines.push_back(std::move(line)); });
+  splitter.add("ab");
+  splitter.add("c\n\nde");
+  EXPECT_EQ(lines, (std::vector<std::string>{"abc", ""}));
+  splitter.finish();
+  EXPECT_EQ(lines.back(), "de");
+  lines.clear();
+  splitter.add(std::string(LineSplitter::kMaxLine + 5, 'x'));
+  splitter.finish();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].size(), LineSplitter::kMaxLine);
+  EXPECT_EQ(lines[1].size(), 5u);
+}
+
+TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
+  StepReport step;
+  step.progress.step = 3;
+  step.progress.steps = 9;
+  step.progress.loss = std::numeric_limits<double>::quiet_NaN();
+  step.progress.skipped = true;
+  step.progress.nonfinite_kind = "nan";
+  step.progress.nonfinite_where = "loss";
+  step.progress.seconds = 0.5;
+  step.model_flops = 7e9;
+  step.memory.current[1][2] = 123;
+  step.memory.peak_total[1] = 456;
+  step.comm[CommOp::kAllGather].bytes_sent = 99;
+  step.comm[CommOp::kAllGather].seconds = 0.25;
+  const std::optional<ChildMessage> decoded = decode_child_message(encode_step(step));
+  ASSERT_TRUE(decoded.has_value());
+  ASSERT_EQ(decoded->kind, ChildMessage::Kind::kStep);
+  EXPECT_EQ(decoded->step.progress.step, 3);
+  EXPECT_TRUE(std::isnan(decoded->step.progress.loss));
+  EXPECT_EQ(decoded->step.progress.nonfinite_kind, "nan");
+  EXPECT_EQ(decoded->step.progress.nonfinite_where, "loss");
+  EXPECT_EQ(decoded->step.model_flops, 7e9);
+  EXPECT_EQ(decoded->step.memory.current[1][2], 123u);
+  EXPECT_EQ(decoded->step.memory.peak_total[1], 456u);
+  EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].bytes_sent, 99);
+  EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].seconds, 0.25);
+
+  const std::optional<ChildMessage> eval = decode_child_message(encode_eval({4, 1.5}));
+  ASSERT_TRUE(eval.has_value());
+  EXPECT_EQ(eval->kind, ChildMessage::Kind::kEval);
+  EXPECT_EQ(eval->eval.step, 4);
+  EXPECT_EQ(eval->eval.val_loss, 1.5);
+
+  TrainSummary summary;
+  summary.name = "n";
+  summary.status = "failed";
+  summary.ranks.push_back(RankSummary{});
+  const std::optional<ChildMessage> decoded_summary = decode_child_message(encode_summary(summary));
+  ASSERT_TRUE(decoded_summary.has_value());
+  EXPECT_EQ(decoded_summary->summary_json, summary.to_json().dump());
+}
+
+TEST(ChildMessagesTest, MalformedLinesAreDropped) {
+  for (const char* line : {"", "not json", "[]", "{}", "{\"type\":\"step\"}",
+                           "{\"type\":\"eval\",\"step\":\"x\",\"val_loss\":1}",
+                           "{\"type\":\"summary\",\"summary\":3}", "{\"type\":\"other\"}"}) {
+    EXPECT_FALSE(decode_child_message(line).has_value()) << line;
+  }
+}
+
+TEST(TaskLaunchTest, RoundTripsAndRejectsGarbage) {
+  TaskLaunch launch;
+  launch.task.set_job_id("j");
+  launch.task.set_rank(1);
+  launch.task.set_world_size(2);
+  launch.task.set_spec_yaml("name: x\n");
+  launch.task.set_resume(true);
+  launch.backend = "cpu";
+  launch.connection.address = "coord:50051";
+  launch.connection.join_token = "secret";
+  launch.connection.channel.tls_ca_file = "/ca.pem";
+  std::string error;
+  const std::optional<TaskLaunch> decoded = decode_task_launch(encode_task_launch(launch), error);
+  ASSERT_TRUE(decoded.has_value()) << error;
+  EXPECT_EQ(decoded->task.SerializeAsString(), launch.task.SerializeAsString());
+  EXPECT_EQ(decoded->connection.join_token, "secret");
+  EXPECT_EQ(decoded->connection.channel.tls_ca_file, "/ca.pem");
+  EXPECT_FALSE(decode_task_launch("{\"task\": 5}", error).has_value());
+  EXPECT_FALSE(error.empty());
+  EXPECT_FALSE(decode_task_launch("nonsense", error).has_value());
+}
+
+TEST(ResourcesTest, MemTotalAndThisMachine) {
+  EXPECT_EQ(parse_meminfo_total("MemTotal:       16318504 kB\nMemFree: 1 kB\n"),
+            int64_t{16318504} * 1024);
+  EXPECT_EQ(parse_meminfo_total("MemFree: 1 kB\n"), 0);
+  const v1::Resources resources = detect_resources("cpu");
+  EXPECT_GE(resources.cpu_cores(), 1);
+  EXPECT_GT(resources.memory_bytes(), 0);
+  EXPECT_EQ(resources.backend(), v1::BACKEND_CPU);
+  EXPECT_GT(estimated_peak_flops(resources), 0.0);
+}
+
+TEST(ResourcesTest, BackendChoice) {
+  EXPECT_EQ(*resolve_backend("cpu"), "cpu");
+  const std::string chosen = *resolve_backend("auto");
+  EXPECT_TRUE(chosen == "cpu" || chosen == "cuda");
+  EXPECT_EQ(resolve_backend("tpu").status().code(), absl::StatusCode::kInvalidArgument);
+#ifndef MIXTRAIN_WITH_CUDA
+  EXPECT_EQ(resolve_backend("cuda").status().code(), absl::StatusCode::kUnavailable);
+#endif
+}
+
+TEST(TaskProgressTest, KeepsTotalsAcrossStepsAndEvals) {
+  TaskProgress progress;
+  StepProgress step;
+  step.step = 1;
+  step.steps = 5;
+  step.loss = 3.0;
+  step.grad_norm = 0.5;
+  progress.on_step(step);
+  step.step = 2;
+  step.skipped = true;
+  step.grad_norm = 0.0;
+  step.loss = std::numeric_limits<double>::infinity();
+  progress.on_step(step);
+  progress.on_eval({2, 2.5});
+  EXPECT_EQ(progress.progress().step(), 2);
+  EXPECT_EQ(progress.progress().train_loss(), 3.0);  // the last finite loss
+  EXPECT_EQ(progress.progress().grad_norm(), 0.5);
+  EXPECT_EQ(progress.progress().overflow_steps(), 1);
+  EXPECT_EQ(progress.progress().val_loss(), 2.5);
+}
+
+}  // namespace
+}  // namespace mixtrain::worker

@@ -1,0 +1,329 @@
+// Why: see agent.h.
+#include "agent.h"
+
+#include <optional>
+#include <thread>
+
+#include "backoff.h"
+#include "resources.h"
+#include "task_progress.h"
+
+namespace mixtrain::worker {
+namespace {
+
+constexpr std::chrono::milliseconds kCallTimeout{10000};
+// The task stream carries a deadline like every call; it is reopened when it passes.
+constexpr std::chrono::hours kStreamTimeout{24};
+// A stream that stayed up this long was a success: the next reconnect starts fast.
+constexpr std::chrono::seconds kHealthyStream{10};
+constexpr std::chrono::seconds kFinalReportTimeout{10};
+
+std::string task_name(const v1::Task& task) {
+  return "job " + task.job_id() + " attempt " + std::to_string(task.attempt()) + " rank " +
+         std::to_string(task.rank());
+}
+
+const char* outcome_name(v1::TaskOutcome outcome) {
+  switch (outcome) {
+    case v1::TASK_OUTCOME_SUCCEEDED:
+      return "succeeded";
+    case v1::TASK_OUTCOME_CANCELLED:
+      return "cancelled";
+    default:
+      return "failed";
+  }
+}
+
+// Why a task command cannot be run; empty when it can.
+std::string task_problem(const v1::Task& task) {
+  if (task.job_id().empty()) return "no job_id";
+  if (task.world_size() < 1) return "world_size " + std::to_string(task.world_size());
+  if (task.rank() < 0 || task.rank() >= task.world_size())
+    return "rank " + std::to_string(task.rank()) + " outside world_size " +
+           std::to_string(task.world_size());
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::create(AgentOptions options, std::ostream& log) {
+  absl::StatusOr<std::unique_ptr<WorkerConnection>> connection =
+      WorkerConnection::open(options.connection);
+  if (!connection.ok()) return connection.status();
+  const std::string listen = options.metrics_listen;
+  std::unique_ptr<Agent> agent(new Agent(std::move(options), log, std::move(*connection)));
+  Agent* self = agent.get();
+  absl::StatusOr<std::unique_ptr<server::HttpServer>> http = server::HttpServer::start(
+      listen, {{"/metrics", [self] {
+                  return server::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
+                                              self->metrics_.render()};
+                }}});
+  if (!http.ok()) return http.status();
+  agent->http_ = std::move(*http);
+  return agent;
+}
+
+Agent::Agent(AgentOptions options, std::ostream& log, std::unique_ptr<WorkerConnection> connection)
+    : options_(std::move(options)),
+      log_(log),
+      connection_(std::move(connection)),
+      resources_(detect_resources(options_.backend)),
+      hostname_(hostname()),
+      reporter_(*connection_, [this] { request_reregister(); }) {}
+
+Agent::~Agent() {
+  stop();
+  std::unique_ptr<TaskRunner> runner;
+  {
+    absl::MutexLock lock(&mu_);
+    runner = std::move(runner_);
+  }
+}
+
+void Agent::say(const std::string& line) {
+  absl::MutexLock lock(&log_mu_);
+  log_ << line << std::endl;
+}
+
+void Agent::stop() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  if (stream_context_ != nullptr) stream_context_->TryCancel();
+}
+
+void Agent::sleep(std::chrono::milliseconds delay) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(delay));
+}
+
+void Agent::request_reregister() {
+  absl::MutexLock lock(&mu_);
+  if (need_register_) return;
+  need_register_ = true;
+  if (stream_context_ != nullptr) stream_context_->TryCancel();
+}
+
+std::optional<v1::RunningTask> Agent::running_task() {
+  absl::MutexLock lock(&mu_);
+  if (!runner_ || runner_->finished()) return std::nullopt;
+  v1::RunningTask out;
+  out.set_job_id(runner_->task().job_id());
+  out.set_attempt(runner_->task().attempt());
+  out.set_rank(runner_->task().rank());
+  return out;
+}
+
+grpc::Status Agent::register_worker() {
+  const std::string host = options_.advertise_host.empty() ? hostname_ : options_.advertise_host;
+  v1::RegisterRequest request;
+  request.set_hostname(hostname_);
+  request.set_metrics_address(host + ":" + std::to_string(metrics_port()));
+  *request.mutable_resources() = resources_;
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_previous_worker_id(worker_id_);
+  }
+  if (const std::optional<v1::RunningTask> running = running_task())
+    *request.add_running() = *running;
+  grpc::ClientContext context;
+  connection_->prepare(context, kCallTimeout);
+  v1::RegisterResponse response;
+  const grpc::Status status = connection_->stub().Register(&context, request, &response);
+  if (!status.ok()) return status;
+  {
+    absl::MutexLock lock(&mu_);
+    worker_id_ = response.worker_id();
+    need_register_ = false;
+    if (response.heartbeat_interval_ms() > 0)
+      heartbeat_interval_ = std::chrono::milliseconds(response.heartbeat_interval_ms());
+  }
+  reporter_.set_worker_id(response.worker_id());
+  metrics_.set_connected(true);
+  say("mixtrain-worker: registered as " + response.worker_id() + " with " +
+      options_.connection.address + ", metrics on port " + std::to_string(metrics_port()));
+  return status;
+}
+
+void Agent::run() {
+  std::thread heartbeats([this] { heartbeat_loop(); });
+  Backoff backoff;
+  bool outage_reported = false;
+  while (true) {
+    bool reregister = false;
+    std::string id;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+      reregister = need_register_;
+      id = worker_id_;
+    }
+    if (reregister) {
+      const grpc::Status status = register_worker();
+      if (!status.ok()) {
+        if (!outage_reported) {
+          say("mixtrain-worker: cannot register with " + options_.connection.address + ": " +
+              status.error_message() + "; retrying");
+          outage_reported = true;
+        }
+        sleep(backoff.next());
+        continue;
+      }
+      outage_reported = false;
+      backoff.reset();
+      continue;
+    }
+    const auto opened = std::chrono::steady_clock::now();
+    const grpc::Status status = serve_tasks(id);
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+      if (need_register_) continue;  // request_reregister ended the stream
+      if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+        need_register_ = true;
+        continue;
+      }
+    }
+    metrics_.set_connected(false);
+    if (!outage_reported) {
+      say("mixtrain-worker: lost the task stream from " + options_.connection.address + ": " +
+          status.error_message() + "; reconnecting");
+      outage_reported = true;
+    }
+    if (std::chrono::steady_clock::now() - opened > kHealthyStream) backoff.reset();
+    sleep(backoff.next());
+  }
+  heartbeats.join();
+  std::unique_ptr<TaskRunner> runner;
+  {
+    absl::MutexLock lock(&mu_);
+    runner = std::move(runner_);
+  }
+  runner.reset();  // cancels a running task and waits for its final event
+  if (!reporter_.flush(kFinalReportTimeout))
+    say("mixtrain-worker: stopping with reports the coordinator did not take");
+}
+
+grpc::Status Agent::serve_tasks(const std::string& worker_id) {
+  grpc::ClientContext context;
+  connection_->prepare(context, kStreamTimeout);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || need_register_) return grpc::Status::CANCELLED;
+    stream_context_ = &context;
+  }
+  v1::TasksRequest request;
+  request.set_worker_id(worker_id);
+  std::unique_ptr<grpc::ClientReader<v1::TaskCommand>> reader =
+      connection_->stub().Tasks(&context, request);
+  v1::TaskCommand command;
+  while (reader->Read(&command)) handle(command);
+  const grpc::Status status = reader->Finish();
+  absl::MutexLock lock(&mu_);
+  stream_context_ = nullptr;
+  return status;
+}
+
+void Agent::handle(const v1::TaskCommand& command) {
+  if (command.has_start()) {
+    start_task(command.start());
+    return;
+  }
+  if (!command.has_cancel()) {
+    say("mixtrain-worker: ignoring an empty task command");
+    return;
+  }
+  const v1::CancelTask& cancel = command.cancel();
+  absl::MutexLock lock(&mu_);
+  if (runner_ && !runner_->finished() && runner_->task().job_id() == cancel.job_id() &&
+      runner_->task().attempt() == cancel.attempt()) {
+    say("mixtrain-worker: cancelling " + task_name(runner_->task()) + ": " + cancel.reason());
+    runner_->cancel(cancel.reason());
+  } else {
+    say("mixtrain-worker: ignoring cancel of job " + cancel.job_id() + " attempt " +
+        std::to_string(cancel.attempt()) + ": not running it");
+  }
+}
+
+void Agent::start_task(const v1::Task& task) {
+  std::unique_ptr<TaskRunner> previous;
+  absl::MutexLock lock(&mu_);
+  if (runner_ && !runner_->finished()) {
+    say("mixtrain-worker: ignoring start of " + task_name(task) + ": already running " +
+        task_name(runner_->task()));
+    return;
+  }
+  previous = std::move(runner_);  // finished: joins at once
+  v1::RunningTask running;
+  running.set_job_id(task.job_id());
+  running.set_attempt(task.attempt());
+  running.set_rank(task.rank());
+  if (const std::string problem = task_problem(task); !problem.empty()) {
+    say("mixtrain-worker: refusing " + task_name(task) + ": " + problem);
+    reporter_.finish(running, v1::TASK_OUTCOME_FAILED, "invalid task: " + problem, "");
+    return;
+  }
+  const double peak =
+      options_.peak_flops > 0 ? options_.peak_flops : estimated_peak_flops(resources_);
+  metrics_.begin_task(task.job_id(), task.rank(), peak);
+  auto progress = std::make_shared<TaskProgress>();  // used on the runner's thread only
+  TaskEvents events;
+  events.on_step = [this, running, progress](const StepReport& step) {
+    metrics_.on_step(step);
+    progress->on_step(step.progress);
+    reporter_.progress(running, progress->progress());
+  };
+  events.on_eval = [this, running, progress](const EvalProgress& eval) {
+    metrics_.on_eval(eval);
+    progress->on_eval(eval);
+    reporter_.progress(running, progress->progress());
+  };
+  const std::string prefix = "[" + task.job_id() + " rank " + std::to_string(task.rank()) + "] ";
+  events.on_output = [this, running, prefix](const std::string& line) {
+    reporter_.log(running, line);
+    say(prefix + line);
+  };
+  events.on_finished = [this, running, name = task_name(task)](const TaskResult& result) {
+    metrics_.end_task(outcome_name(result.outcome));
+    reporter_.finish(running, result.outcome, result.message, result.summary_json);
+    say("mixtrain-worker: " + name + " " + outcome_name(result.outcome) +
+        (result.message.empty() ? "" : ": " + result.message));
+  };
+  say("mixtrain-worker: starting " + task_name(task) + " of " + std::to_string(task.world_size()));
+  runner_ = std::make_unique<TaskRunner>(options_.executable,
+                                         TaskLaunch{task, options_.backend, options_.connection},
+                                         std::move(events));
+}
+
+void Agent::heartbeat_loop() {
+  while (true) {
+    std::chrono::milliseconds interval;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      interval = heartbeat_interval_;
+    }
+    sleep(interval);
+    std::string id;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      if (need_register_) continue;
+      id = worker_id_;
+    }
+    v1::HeartbeatRequest request;
+    request.set_worker_id(id);
+    if (const std::optional<v1::RunningTask> running = running_task())
+      *request.add_running() = *running;
+    grpc::ClientContext context;
+    connection_->prepare(context, std::min(kCallTimeout, 2 * interval));
+    v1::HeartbeatResponse response;
+    const grpc::Status status = connection_->stub().Heartbeat(&context, request, &response);
+    if ((status.ok() && response.reregister()) ||
+        status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      say("mixtrain-worker: the coordinator does not know worker " + id + "; registering again");
+      request_reregister();
+    }
+  }
+}
+
+}  // namespace mixtrain::worker

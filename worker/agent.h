@@ -1,0 +1,95 @@
+// Why: the worker agent (DESIGN.md §1, §3) is what the coordinator
+// schedules onto: it registers this machine, heartbeats, takes task
+// commands from a long-lived stream, runs one rank at a time in a child
+// process (task_runner.h), reports progress, logs and outcomes
+// (reporter.h) and serves /metrics (worker_metrics.h). When the
+// coordinator goes away it reconnects with backoff and registers again
+// with its previous id and its running task, which keeps running
+// untouched. It never exits on bad input; only stop() ends run().
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "http_server.h"
+#include "reporter.h"
+#include "task_runner.h"
+#include "worker_connection.h"
+#include "worker_metrics.h"
+
+namespace mixtrain::worker {
+
+struct AgentOptions {
+  ConnectionOptions connection;
+  std::string metrics_listen = "0.0.0.0:9401";
+  std::string advertise_host;                 // empty: this machine's hostname
+  std::string backend = "cpu";                // resolved: "cpu" or "cuda"
+  double peak_flops = 0.0;                    // for MFU; 0: estimated_peak_flops
+  std::string executable = "/proc/self/exe";  // started in task mode for each task
+};
+
+class Agent {
+ public:
+  // Opens the channel and the /metrics endpoint. INVALID_ARGUMENT for a
+  // bad address or TLS CA file, UNAVAILABLE when the metrics port cannot
+  // be bound. `log` receives the agent's own lines and must outlive it.
+  static absl::StatusOr<std::unique_ptr<Agent>> create(AgentOptions options, std::ostream& log);
+  // Stops and waits for everything the agent started.
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Registers, serves task commands and heartbeats until stop(); then
+  // cancels the running task, waits for its process and delivers its
+  // final report (for up to 10 s).
+  void run();
+  // Makes run() return soon; safe from any thread (a signal thread).
+  void stop();
+
+  int metrics_port() const { return http_->port(); }
+
+ private:
+  Agent(AgentOptions options, std::ostream& log, std::unique_ptr<WorkerConnection> connection);
+
+  // One Register call; sets worker_id_ on success.
+  grpc::Status register_worker();
+  // Reads task commands until the stream ends; returns its status.
+  grpc::Status serve_tasks(const std::string& worker_id);
+  void handle(const v1::TaskCommand& command);
+  void start_task(const v1::Task& task);
+  void heartbeat_loop();
+  // Asks for a new registration (coordinator restarted): ends the task stream.
+  void request_reregister();
+  // The task that runs now, if any.
+  std::optional<v1::RunningTask> running_task() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits up to `delay` or until stop().
+  void sleep(std::chrono::milliseconds delay) ABSL_LOCKS_EXCLUDED(mu_);
+  void say(const std::string& line) ABSL_LOCKS_EXCLUDED(log_mu_);
+
+  const AgentOptions options_;
+  std::ostream& log_;
+  absl::Mutex log_mu_;
+  const std::unique_ptr<WorkerConnection> connection_;
+  const v1::Resources resources_;
+  const std::string hostname_;
+  WorkerMetrics metrics_;
+  std::unique_ptr<server::HttpServer> http_;  // serves metrics_
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool need_register_ ABSL_GUARDED_BY(mu_) = true;
+  std::string worker_id_ ABSL_GUARDED_BY(mu_);  // the last id the coordinator gave
+  std::chrono::milliseconds heartbeat_interval_ ABSL_GUARDED_BY(mu_){2000};
+  grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the open task stream
+  // Declared after mu_ (it calls request_reregister) and before runner_
+  // (whose last event it receives), so destruction goes runner, reporter, mu_.
+  Reporter reporter_;
+  std::unique_ptr<TaskRunner> runner_ ABSL_GUARDED_BY(mu_);  // the current or last task
+};
+
+}  // namespace mixtrain::worker

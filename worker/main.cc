@@ -1,0 +1,122 @@
+// Why: `mixtrain-worker` (DESIGN.md §3): parses the flags, starts the agent
+// and stops it cleanly on SIGINT/SIGTERM. Started with the hidden first
+// argument __task it is instead the task process of one rank
+// (task_child.h). Returns from main, never exit().
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "agent.h"
+#include "resources.h"
+#include "task_child.h"
+
+namespace {
+
+// Written by the signal handler, read by the thread that stops the agent.
+int g_stop_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int signal) {
+  const auto byte = static_cast<unsigned char>(signal);
+  [[maybe_unused]] const ssize_t written = ::write(g_stop_pipe[1], &byte, 1);
+}
+
+// The first line of `path`, trimmed; nullopt when it cannot be read.
+std::optional<std::string> read_token(const std::string& path) {
+  std::ifstream file(path);
+  std::string token;
+  if (!file || !std::getline(file, token)) return std::nullopt;
+  const auto begin = token.find_first_not_of(" \t\r\n");
+  const auto end = token.find_last_not_of(" \t\r\n");
+  if (begin == std::string::npos) return std::string();
+  return token.substr(begin, end - begin + 1);
+}
+
+int run_agent(int argc, char** argv) {
+  CLI::App app{"mixtrain-worker: runs training tasks the coordinator schedules here"};
+  mixtrain::worker::AgentOptions options;
+  std::string token_file;
+  std::string backend_choice = "auto";
+  double peak_tflops = 0.0;
+  app.add_option("--coordinator", options.connection.address, "Coordinator HOST:PORT")->required();
+  app.add_option("--join-token-file", token_file, "File holding the workers' join token");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "HOST:PORT to serve /metrics on (port 0: a free one)")
+      ->capture_default_str();
+  app.add_option("--advertise-host", options.advertise_host,
+                 "Host Prometheus reaches /metrics at (default: this hostname)");
+  app.add_option("--backend", backend_choice, "auto | cpu | cuda")->capture_default_str();
+  app.add_option("--tls-ca", options.connection.channel.tls_ca_file,
+                 "PEM CA of the coordinator's certificate (default: plaintext)");
+  app.add_option("--tls-server-name", options.connection.channel.tls_server_name,
+                 "Name the coordinator's certificate must carry");
+  app.add_option("--peak-tflops", peak_tflops,
+                 "Peak TFLOP/s of this worker's device, for MFU (default: a CPU estimate)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!token_file.empty()) {
+    const std::optional<std::string> token = read_token(token_file);
+    if (!token) {
+      std::cerr << "mixtrain-worker: cannot read --join-token-file " << token_file << "\n";
+      return 2;
+    }
+    options.connection.join_token = *token;
+  }
+  const absl::StatusOr<std::string> backend = mixtrain::worker::resolve_backend(backend_choice);
+  if (!backend.ok()) {
+    std::cerr << "mixtrain-worker: " << backend.status().message() << "\n";
+    return 2;
+  }
+  options.backend = *backend;
+  options.peak_flops = peak_tflops * 1e12;
+
+  // SIGINT/SIGTERM, whichever thread they land on, wake the thread that
+  // stops the agent (a handler may do no more than write to a pipe).
+  if (::pipe2(g_stop_pipe, O_CLOEXEC) != 0) {
+    std::cerr << "mixtrain-worker: cannot create a pipe: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  struct sigaction action = {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<mixtrain::worker::Agent>> agent =
+      mixtrain::worker::Agent::create(options, std::cerr);
+  if (!agent.ok()) {
+    std::cerr << "mixtrain-worker: " << agent.status().message() << "\n";
+    return 2;
+  }
+  mixtrain::worker::Agent* self = agent->get();
+  std::thread signals([self] {
+    unsigned char signal = 0;
+    while (::read(g_stop_pipe[0], &signal, 1) < 0 && errno == EINTR) {
+    }
+    std::cerr << "mixtrain-worker: " << strsignal(signal) << ", stopping\n";
+    self->stop();
+  });
+  self->run();  // returns only after stop()
+  signals.join();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == mixtrain::worker::kTaskModeArg)
+    return mixtrain::worker::run_task_child(std::cin);
+  return run_agent(argc, argv);
+}

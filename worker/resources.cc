@@ -1,0 +1,82 @@
+// Why: see resources.h.
+#include "resources.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "backend/backend.h"
+#ifdef MIXTRAIN_WITH_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace mixtrain::worker {
+namespace {
+
+bool cuda_available() {
+  for (const std::string& name : available_backends())
+    if (name == "cuda") return true;
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> resolve_backend(const std::string& choice) {
+  if (choice == "cpu") return std::string("cpu");
+  if (choice == "auto") return std::string(cuda_available() ? "cuda" : "cpu");
+  if (choice == "cuda") {
+    if (cuda_available()) return std::string("cuda");
+    return absl::UnavailableError(
+        "--backend cuda: this build has no CUDA backend or no CUDA device is present");
+  }
+  return absl::InvalidArgumentError("--backend must be auto, cpu or cuda, got \"" + choice + "\"");
+}
+
+int64_t parse_meminfo_total(const std::string& meminfo) {
+  std::istringstream in(meminfo);
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemTotal:") return kib * 1024;
+  }
+  return 0;
+}
+
+v1::Resources detect_resources(const std::string& backend) {
+  v1::Resources out;
+  out.set_cpu_cores(static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
+  std::ifstream meminfo("/proc/meminfo");
+  std::stringstream text;
+  text << meminfo.rdbuf();
+  out.set_memory_bytes(parse_meminfo_total(text.str()));
+#ifdef MIXTRAIN_WITH_CUDA
+  for (int i = 0; i < cuda_device_count(); ++i) {
+    const CudaDeviceInfo info = cuda_device_info(i);
+    v1::CudaDevice* device = out.add_cuda_devices();
+    device->set_index(i);
+    device->set_name(info.name);
+    device->set_memory_bytes(info.memory_bytes);
+    device->set_compute_capability_major(info.compute_capability_major);
+    device->set_compute_capability_minor(info.compute_capability_minor);
+  }
+#endif
+  out.set_backend(backend == "cuda" ? v1::BACKEND_CUDA : v1::BACKEND_CPU);
+  return out;
+}
+
+std::string hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+double estimated_peak_flops(const v1::Resources& resources) {
+  if (resources.backend() != v1::BACKEND_CPU) return 0.0;
+  return static_cast<double>(resources.cpu_cores()) * 2.5e9 * 32.0;
+}
+
+}  // namespace mixtrain::worker

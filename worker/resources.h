@@ -1,0 +1,34 @@
+// Why: the coordinator places a job only on workers that can run it, so
+// each agent registers what it has: CPU cores, memory, CUDA devices and
+// the backend it trains with (DESIGN.md §3 --backend auto|cpu|cuda).
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "mixtrain.pb.h"
+
+namespace mixtrain::worker {
+
+// "cpu" or "cuda" for a --backend choice: auto is cuda when this build has
+// CUDA and a device is present, else cpu. INVALID_ARGUMENT for another
+// word, UNAVAILABLE for cuda without a usable device.
+absl::StatusOr<std::string> resolve_backend(const std::string& choice);
+
+// This machine: online CPU cores, MemTotal of /proc/meminfo (0 when it
+// cannot be read), CUDA devices when this build has CUDA (else none), and
+// `backend` ("cpu" or "cuda").
+v1::Resources detect_resources(const std::string& backend);
+
+// MemTotal in bytes from the text of /proc/meminfo; 0 when absent.
+int64_t parse_meminfo_total(const std::string& meminfo);
+
+// This machine's hostname ("localhost" when it has none).
+std::string hostname();
+
+// A rough peak FP32 rate of this machine's CPU cores, for MFU when no
+// --peak-tflops is given: cores x 2.5 GHz x 32 FLOP/cycle (two AVX2 FMA
+// pipes). 0 for the cuda backend, whose peak depends on the device.
+double estimated_peak_flops(const v1::Resources& resources);
+
+}  // namespace mixtrain::worker

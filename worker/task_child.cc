@@ -1,0 +1,150 @@
+// Why: see task_child.h.
+#include "task_child.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include "backend/backend.h"
+#include "checkpoint/checkpoint_store.h"
+#include "child_messages.h"
+#include "comm/make_communicator.h"
+#include "grpc_store.h"
+#include "job_spec_yaml.h"
+#include "local_ranks.h"
+#include "progress_printer.h"
+#include "run_trainer.h"
+#include "task_launch.h"
+#include "train/trainer.h"
+
+namespace mixtrain::worker {
+namespace {
+
+// Writes `line` and a newline to the report pipe (whole, retrying short
+// writes); a closed or absent pipe is ignored, training goes on.
+void report(const std::string& line) {
+  const std::string text = line + "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(kReportFd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Model FLOPs of training one token: 6 per parameter (forward and
+// backward) plus attention's 12·layers·seq_len·dim (PaLM, appendix B).
+double model_flops_per_token(const config::ModelSpec& model, int64_t param_count) {
+  return 6.0 * static_cast<double>(param_count) +
+         12.0 * static_cast<double>(model.layers * model.seq_len * model.dim);
+}
+
+// The backend to train with: the spec's, or the agent's for "auto".
+std::string backend_name(const config::JobSpec& spec, const std::string& agent_backend) {
+  return spec.resources.backend == config::BackendChoice::kAuto
+             ? agent_backend
+             : std::string(config::enum_name(spec.resources.backend));
+}
+
+}  // namespace
+
+int run_task_child(std::istream& in) {
+  // Ends with the agent's runner thread, so no rank trains on unsupervised.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::signal(SIGPIPE, SIG_IGN);
+  std::cout << std::unitbuf;  // the agent forwards lines as they come
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string error;
+  const std::optional<TaskLaunch> launch = decode_task_launch(text, error);
+  if (!launch) {
+    std::cerr << "mixtrain-worker task: " << error << "\n";
+    return 2;
+  }
+  const v1::Task& task = launch->task;
+  const std::string who = "rank " + std::to_string(task.rank());
+  if (!task.data_root().empty() && ::chdir(task.data_root().c_str()) != 0) {
+    std::cerr << who << ": cannot enter data root " << task.data_root() << ": "
+              << std::strerror(errno) << "\n";
+    return 2;
+  }
+  cli::JobSpecOptions spec_options;
+  spec_options.check_files = true;
+  const cli::JobSpecResult loaded =
+      cli::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml", spec_options);
+  if (!loaded.ok()) {
+    for (const cli::JobSpecError& e : loaded.errors) std::cerr << e.to_string() << "\n";
+    return 2;
+  }
+  const config::JobSpec& spec = *loaded.spec;
+
+  cli::ProgressPrinter printer(std::cout, /*terminal=*/false);
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<WorkerConnection> connection;
+  std::unique_ptr<GrpcStore> store;
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<Trainer> trainer;
+  try {
+    backend = make_backend(backend_name(spec, launch->backend));
+    TrainerOptions options;
+    if (task.world_size() > 1) {
+      absl::StatusOr<std::unique_ptr<WorkerConnection>> opened =
+          WorkerConnection::open(launch->connection);
+      if (!opened.ok()) throw EngineError(ErrorCode::kInvalidArgument, opened.status().ToString());
+      connection = std::move(*opened);
+      const std::chrono::milliseconds timeout = cli::collective_timeout();
+      store = std::make_unique<GrpcStore>(*connection, task.rendezvous_scope(), timeout);
+      CommOptions comm_options;
+      comm_options.timeout = timeout;
+      comm = make_communicator(default_comm_backend(backend->device_type()), *store, task.rank(),
+                               task.world_size(), comm_options);
+      options.comm = comm.get();
+    }
+    if (!task.checkpoint_dir().empty()) {
+      options.checkpoint_dir = task.checkpoint_dir();
+      if (task.resume()) {
+        const std::optional<CheckpointInfo> latest = latest_checkpoint(task.checkpoint_dir());
+        if (latest) options.resume_dir = latest->path;
+      }
+    }
+    options.progress = printer.callbacks();
+    const double world = static_cast<double>(task.world_size());
+    options.progress.on_step = [&, print = options.progress.on_step](const StepProgress& step) {
+      print(step);
+      StepReport out;
+      out.progress = step;
+      out.rank_tokens = step.tokens / world;
+      out.model_flops =
+          model_flops_per_token(spec.model, trainer->layout().param_count()) * out.rank_tokens;
+      out.memory = memory_report(backend->memory());
+      if (comm) out.comm = comm->stats();
+      report(encode_step(out));
+    };
+    options.progress.on_eval = [print = options.progress.on_eval](const EvalProgress& eval) {
+      print(eval);
+      report(encode_eval(eval));
+    };
+    trainer = std::make_unique<Trainer>(*backend, spec, options);
+  } catch (const std::exception& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return 1;
+  }
+
+  const cli::RunOutcome outcome = cli::run_trainer(*trainer, printer, who, std::cerr);
+  try {
+    report(encode_summary(outcome.summary));
+  } catch (const std::exception& e) {  // a non-finite loss has no JSON form
+    std::cerr << who << ": cannot encode the summary: " << e.what() << "\n";
+  }
+  return outcome.exit_code;
+}
+
+}  // namespace mixtrain::worker

@@ -1,0 +1,23 @@
+// Why: see task_progress.h.
+#include "task_progress.h"
+
+#include <cmath>
+
+namespace mixtrain::worker {
+
+void TaskProgress::on_step(const StepProgress& step) {
+  progress_.set_step(step.step);
+  progress_.set_steps(step.steps);
+  if (std::isfinite(step.loss)) progress_.set_train_loss(step.loss);
+  progress_.set_loss_scale(step.loss_scale);
+  progress_.set_tokens_per_second(step.tokens_per_second);
+  progress_.set_learning_rate(step.lr);
+  if (!step.skipped) progress_.set_grad_norm(step.grad_norm);
+  if (step.skipped) progress_.set_overflow_steps(progress_.overflow_steps() + 1);
+}
+
+void TaskProgress::on_eval(const EvalProgress& eval) {
+  if (std::isfinite(eval.val_loss)) progress_.set_val_loss(eval.val_loss);
+}
+
+}  // namespace mixtrain::worker

@@ -1,0 +1,274 @@
+// Why: see task_runner.h.
+#include "task_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "line_splitter.h"
+#include "task_child.h"
+
+extern char** environ;
+
+namespace mixtrain::worker {
+namespace {
+
+// Both ends of a pipe, close-on-exec, numbered 10 and up so that none of
+// them already sits on the 0-3 the child's ends are moved to.
+struct Pipe {
+  int read = -1;
+  int write = -1;
+};
+
+std::optional<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+  Pipe out;
+  out.read = ::fcntl(fds[0], F_DUPFD_CLOEXEC, 10);
+  out.write = ::fcntl(fds[1], F_DUPFD_CLOEXEC, 10);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  if (out.read < 0 || out.write < 0) {
+    if (out.read >= 0) ::close(out.read);
+    if (out.write >= 0) ::close(out.write);
+    return std::nullopt;
+  }
+  return out;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Writes all of `text` to `fd`; false when the reader went away.
+bool write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Reads what `fd` has now into `splitter`; false at end of file or error
+// (the caller closes it), true when it would block.
+bool drain(int fd, LineSplitter& splitter) {
+  char buffer[8192];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      splitter.add(std::string_view(buffer, static_cast<size_t>(n)));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    splitter.finish();
+    return false;
+  }
+}
+
+// The child's ends, on the descriptors it expects.
+struct ChildFds {
+  int stdin_fd, stdout_fd, stderr_fd, report_fd;
+};
+
+// Starts the task process in its own process group with default signal
+// handling; returns the pid or the errno of the failure as a negative value.
+pid_t spawn_child(const std::string& executable, const ChildFds& fds) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds.stdin_fd, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds.stdout_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, fds.stderr_fd, 2);
+  posix_spawn_file_actions_adddup2(&actions, fds.report_fd, kReportFd);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);  // whatever the spawning thread blocks
+  sigset_t defaults;
+  sigemptyset(&defaults);  // the agent ignores SIGPIPE, which exec would keep
+  for (int s : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  std::string program = executable;
+  std::string mode = kTaskModeArg;
+  char* argv[] = {program.data(), mode.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, executable.c_str(), &actions, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -rc;
+}
+
+std::string signal_name(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "unknown signal";
+}
+
+}  // namespace
+
+std::string describe_exit(int rank, int wait_status, std::string_view last_error_line) {
+  std::string out = "rank " + std::to_string(rank);
+  if (WIFSIGNALED(wait_status)) {
+    const int signal = WTERMSIG(wait_status);
+    out += " killed by signal " + std::to_string(signal) + " (" + signal_name(signal) + ")";
+    if (signal == SIGKILL) out += ", possibly out of memory";
+  } else {
+    out += " exited with code " + std::to_string(WEXITSTATUS(wait_status));
+  }
+  if (!last_error_line.empty()) out += ": " + std::string(last_error_line);
+  return out;
+}
+
+TaskRunner::TaskRunner(std::string executable, TaskLaunch launch, TaskEvents events)
+    : executable_(std::move(executable)), launch_(std::move(launch)), events_(std::move(events)) {
+  // A child that dies before reading its stdin must not kill the agent.
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
+  thread_ = std::thread([this] { run(); });
+}
+
+TaskRunner::~TaskRunner() {
+  cancel("the worker agent is stopping");
+  thread_.join();
+}
+
+void TaskRunner::cancel(const std::string& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancel_requested_) return;
+    cancel_requested_ = true;
+    cancel_reason_ = reason;
+    kill_at_ = std::chrono::steady_clock::now() + kKillGrace;
+  }
+  signal_child(SIGTERM);
+}
+
+void TaskRunner::signal_child(int signal) {
+  absl::MutexLock lock(&mu_);
+  if (pid_ > 0) ::kill(-pid_, signal);
+}
+
+void TaskRunner::run() {
+  const int rank = launch_.task.rank();
+  TaskResult result;
+  std::vector<Pipe> pipes;
+  for (int i = 0; i < 4; ++i) {
+    std::optional<Pipe> pipe = make_pipe();
+    if (!pipe) break;
+    pipes.push_back(*pipe);
+  }
+  pid_t pid = -1;
+  if (pipes.size() == 4) {
+    pid = spawn_child(executable_, {pipes[0].read, pipes[1].write, pipes[2].write, pipes[3].write});
+  }
+  // The child's ends belong to the child now.
+  if (!pipes.empty()) close_fd(pipes[0].read);
+  for (size_t i = 1; i < pipes.size(); ++i) close_fd(pipes[i].write);
+  if (pid <= 0) {
+    for (Pipe& pipe : pipes) {
+      close_fd(pipe.read);
+      close_fd(pipe.write);
+    }
+    result.message = "rank " + std::to_string(rank) + ": cannot start the task process" +
+                     (pid < 0 ? std::string(": ") + std::strerror(-pid) : std::string());
+    events_.on_finished(result);
+    finished_ = true;
+    return;
+  }
+  bool cancelled_early = false;
+  {
+    absl::MutexLock lock(&mu_);
+    pid_ = pid;
+    cancelled_early = cancel_requested_;
+  }
+  if (cancelled_early) signal_child(SIGTERM);
+
+  write_all(pipes[0].write, encode_task_launch(launch_));
+  close_fd(pipes[0].write);
+
+  std::string last_error_line;
+  LineSplitter out_lines([&](std::string line) { events_.on_output(line); });
+  LineSplitter err_lines([&](std::string line) {
+    if (!line.empty()) last_error_line = line;
+    events_.on_output(line);
+  });
+  LineSplitter report_lines([&](std::string line) {
+    const std::optional<ChildMessage> message = decode_child_message(line);
+    if (!message) return;
+    switch (message->kind) {
+      case ChildMessage::Kind::kStep:
+        events_.on_step(message->step);
+        break;
+      case ChildMessage::Kind::kEval:
+        events_.on_eval(message->eval);
+        break;
+      case ChildMessage::Kind::kSummary:
+        result.summary_json = message->summary_json;
+        break;
+    }
+  });
+  std::array<int, 3> fds = {pipes[1].read, pipes[2].read, pipes[3].read};
+  std::array<LineSplitter*, 3> splitters = {&out_lines, &err_lines, &report_lines};
+  for (int fd : fds) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+
+  int status = 0;
+  bool cancelled = false;
+  std::string reason;
+  while (true) {
+    std::array<pollfd, 3> polled{};
+    for (size_t i = 0; i < fds.size(); ++i) polled[i] = {fds[i], POLLIN, 0};  // -1 is skipped
+    ::poll(polled.data(), polled.size(), 100);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i] >= 0 && polled[i].revents != 0 && !drain(fds[i], *splitters[i])) close_fd(fds[i]);
+    }
+    bool reaped = false;
+    bool escalate = false;
+    {
+      absl::MutexLock lock(&mu_);
+      reaped = ::waitpid(pid_, &status, WNOHANG) == pid_;
+      if (reaped) pid_ = -1;
+      cancelled = cancel_requested_;
+      reason = cancel_reason_;
+      escalate = !reaped && cancel_requested_ && std::chrono::steady_clock::now() >= kill_at_;
+    }
+    if (escalate) signal_child(SIGKILL);
+    if (reaped) break;
+  }
+  // What the child wrote just before it ended.
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i] >= 0) {
+      drain(fds[i], *splitters[i]);
+      splitters[i]->finish();
+      close_fd(fds[i]);
+    }
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    result.outcome = v1::TASK_OUTCOME_SUCCEEDED;
+  } else if (cancelled) {
+    result.outcome = v1::TASK_OUTCOME_CANCELLED;
+    result.message = "rank " + std::to_string(rank) + " cancelled: " + reason;
+  } else {
+    result.outcome = v1::TASK_OUTCOME_FAILED;
+    result.message = describe_exit(rank, status, last_error_line);
+  }
+  events_.on_finished(result);
+  finished_ = true;
+}
+
+}  // namespace mixtrain::worker

@@ -1,0 +1,253 @@
+// Why: see worker_metrics.h.
+#include "worker_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mixtrain::worker {
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+// Host memory categories the engine ever places in the offload pool (as
+// the summary JSON lists them).
+constexpr MemoryCategory kHostCategories[] = {
+    MemoryCategory::kMasterParams, MemoryCategory::kOptimizerState, MemoryCategory::kParams};
+
+// Step times from 10 ms (tiny models) to 2 min (large ones on CPU).
+std::vector<double> step_buckets() {
+  return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+}
+
+void set_finite(prometheus::Gauge* gauge, double value) {
+  if (std::isfinite(value)) gauge->Set(value);
+}
+
+bool exported(MemoryPool pool, MemoryCategory category) {
+  return pool == MemoryPool::kDevice ||
+         std::find(std::begin(kHostCategories), std::end(kHostCategories), category) !=
+             std::end(kHostCategories);
+}
+
+}  // namespace
+
+WorkerMetrics::WorkerMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      train_loss_(BuildGauge()
+                      .Name("mixtrain_train_loss")
+                      .Help("Mean training loss of the last step")
+                      .Register(*registry_)),
+      val_loss_(BuildGauge()
+                    .Name("mixtrain_val_loss")
+                    .Help("Validation loss of the last evaluation")
+                    .Register(*registry_)),
+      loss_scale_(BuildGauge()
+                      .Name("mixtrain_loss_scale")
+                      .Help("Loss scale after the last step")
+                      .Register(*registry_)),
+      overflow_steps_(BuildCounter()
+                          .Name("mixtrain_overflow_steps_total")
+                          .Help("Steps skipped because of inf/NaN gradients")
+                          .Register(*registry_)),
+      nonfinite_events_(
+          BuildCounter()
+              .Name("mixtrain_nonfinite_events_total")
+              .Help("Non-finite values found, by kind (nan|inf) and where (loss|grads)")
+              .Register(*registry_)),
+      grad_norm_(BuildGauge()
+                     .Name("mixtrain_grad_norm")
+                     .Help("Global L2 norm of the unscaled gradients of the last applied step")
+                     .Register(*registry_)),
+      learning_rate_(BuildGauge()
+                         .Name("mixtrain_learning_rate")
+                         .Help("Learning rate of the last step")
+                         .Register(*registry_)),
+      steps_(BuildCounter()
+                 .Name("mixtrain_steps_total")
+                 .Help("Training steps done by this task (applied and skipped)")
+                 .Register(*registry_)),
+      tokens_(BuildCounter()
+                  .Name("mixtrain_tokens_total")
+                  .Help("Training tokens this rank processed")
+                  .Register(*registry_)),
+      step_duration_(BuildHistogram()
+                         .Name("mixtrain_step_duration_seconds")
+                         .Help("Wall time of one training step")
+                         .Register(*registry_)),
+      memory_(BuildGauge()
+                  .Name("mixtrain_memory_bytes")
+                  .Help("Bytes the engine holds, by pool (device|host) and kind")
+                  .Register(*registry_)),
+      memory_peak_(BuildGauge()
+                       .Name("mixtrain_memory_peak_bytes")
+                       .Help("Peak of the bytes the engine held in a pool")
+                       .Register(*registry_)),
+      collective_bytes_(BuildCounter()
+                            .Name("mixtrain_collective_bytes_total")
+                            .Help("Bytes this rank sent in collectives, by op")
+                            .Register(*registry_)),
+      collective_seconds_(BuildCounter()
+                              .Name("mixtrain_collective_duration_seconds")
+                              .Help("Seconds this rank spent in collectives, by op (cumulative)")
+                              .Register(*registry_)),
+      mfu_(BuildGauge()
+               .Name("mixtrain_model_flops_utilization_ratio")
+               .Help("Model FLOPs of the last step per second over the device's peak")
+               .Register(*registry_)),
+      up_(BuildGauge()
+              .Name("mixtrain_worker_up")
+              .Help("1 while the worker agent runs")
+              .Register(*registry_)
+              .Add({})),
+      busy_(BuildGauge()
+                .Name("mixtrain_worker_busy")
+                .Help("1 while the worker runs a task")
+                .Register(*registry_)
+                .Add({})),
+      connected_(BuildGauge()
+                     .Name("mixtrain_worker_connected")
+                     .Help("1 while the worker is registered with the coordinator")
+                     .Register(*registry_)
+                     .Add({})),
+      tasks_(BuildCounter()
+                 .Name("mixtrain_worker_tasks_total")
+                 .Help("Tasks this worker finished, by outcome")
+                 .Register(*registry_)) {
+  up_.Set(1);
+}
+
+void WorkerMetrics::set_connected(bool connected) { connected_.Set(connected ? 1 : 0); }
+
+template <typename T>
+T& WorkerMetrics::add(TaskSeries& task, prometheus::Family<T>& family,
+                      const std::map<std::string, std::string>& extra,
+                      std::vector<double> buckets) {
+  std::map<std::string, std::string> labels = task.labels;
+  labels.insert(extra.begin(), extra.end());
+  T* metric = nullptr;
+  if constexpr (std::is_same_v<T, prometheus::Histogram>) {
+    metric = &family.Add(labels, prometheus::Histogram::BucketBoundaries(std::move(buckets)));
+  } else {
+    metric = &family.Add(labels);
+  }
+  task.removers.push_back([&family, metric] { family.Remove(metric); });
+  return *metric;
+}
+
+template <typename T>
+T& WorkerMetrics::series(const TaskSeries& task, prometheus::Family<T>& family,
+                         const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> labels = task.labels;
+  labels.insert(extra.begin(), extra.end());
+  return family.Add(labels);  // the one begin_task made
+}
+
+void WorkerMetrics::begin_task(const std::string& job_id, int rank, double peak_flops_per_second) {
+  absl::MutexLock lock(&mu_);
+  if (task_) end_task_locked("replaced");
+  TaskSeries& task = task_.emplace();
+  task.labels = {{"job_id", job_id}, {"rank", std::to_string(rank)}};
+  task.peak_flops = peak_flops_per_second;
+  task.train_loss = &add(task, train_loss_, {});
+  task.loss_scale = &add(task, loss_scale_, {});
+  task.grad_norm = &add(task, grad_norm_, {});
+  task.learning_rate = &add(task, learning_rate_, {});
+  task.overflow_steps = &add(task, overflow_steps_, {});
+  task.steps = &add(task, steps_, {});
+  task.tokens = &add(task, tokens_, {});
+  task.step_duration = &add(task, step_duration_, {}, step_buckets());
+  if (peak_flops_per_second > 0) task.mfu = &add(task, mfu_, {});
+  for (const char* kind : {"nan", "inf"}) {
+    for (const char* where : {"loss", "grads"})
+      add(task, nonfinite_events_, {{"kind", kind}, {"where", where}});
+  }
+  for (int op = 0; op < kNumCommOps; ++op) {
+    const char* name = comm_op_name(static_cast<CommOp>(op));
+    add(task, collective_bytes_, {{"op", name}});
+    add(task, collective_seconds_, {{"op", name}});
+  }
+  for (int p = 0; p < kNumMemoryPools; ++p) {
+    const auto pool = static_cast<MemoryPool>(p);
+    add(task, memory_peak_, {{"pool", memory_pool_name(pool)}});
+    for (int c = 0; c < kNumMemoryCategories; ++c) {
+      const auto category = static_cast<MemoryCategory>(c);
+      if (exported(pool, category))
+        add(task, memory_,
+            {{"pool", memory_pool_name(pool)}, {"kind", memory_category_name(category)}});
+    }
+  }
+  busy_.Set(1);
+}
+
+void WorkerMetrics::on_step(const StepReport& step) {
+  absl::MutexLock lock(&mu_);
+  if (!task_) return;
+  TaskSeries& task = *task_;
+  const StepProgress& p = step.progress;
+  set_finite(task.train_loss, p.loss);
+  task.loss_scale->Set(p.loss_scale);
+  task.learning_rate->Set(p.lr);
+  if (!p.skipped) set_finite(task.grad_norm, p.grad_norm);
+  task.steps->Increment();
+  task.tokens->Increment(step.rank_tokens);
+  task.step_duration->Observe(p.seconds);
+  if (p.skipped) task.overflow_steps->Increment();
+  // Only the four series begin_task made: a malformed report adds none.
+  if ((p.nonfinite_kind == "nan" || p.nonfinite_kind == "inf") &&
+      (p.nonfinite_where == "loss" || p.nonfinite_where == "grads")) {
+    series(task, nonfinite_events_, {{"kind", p.nonfinite_kind}, {"where", p.nonfinite_where}})
+        .Increment();
+  }
+  if (task.mfu && p.seconds > 0) task.mfu->Set(step.model_flops / p.seconds / task.peak_flops);
+  for (int p_index = 0; p_index < kNumMemoryPools; ++p_index) {
+    const auto pool = static_cast<MemoryPool>(p_index);
+    const char* pool_name = memory_pool_name(pool);
+    series(task, memory_peak_, {{"pool", pool_name}})
+        .Set(static_cast<double>(step.memory.peak_total[p_index]));
+    for (int c = 0; c < kNumMemoryCategories; ++c) {
+      const auto category = static_cast<MemoryCategory>(c);
+      if (!exported(pool, category)) continue;
+      series(task, memory_, {{"pool", pool_name}, {"kind", memory_category_name(category)}})
+          .Set(static_cast<double>(step.memory.current[p_index][c]));
+    }
+  }
+  for (int op = 0; op < kNumCommOps; ++op) {
+    const char* name = comm_op_name(static_cast<CommOp>(op));
+    const CommOpStats& now = step.comm.ops[op];
+    CommOpStats& reported = task.comm_reported.ops[op];
+    series(task, collective_bytes_, {{"op", name}})
+        .Increment(static_cast<double>(std::max<int64_t>(0, now.bytes_sent - reported.bytes_sent)));
+    series(task, collective_seconds_, {{"op", name}})
+        .Increment(std::max(0.0, now.seconds - reported.seconds));
+    reported = now;
+  }
+}
+
+void WorkerMetrics::on_eval(const EvalProgress& eval) {
+  absl::MutexLock lock(&mu_);
+  if (!task_) return;
+  if (!task_->val_loss) task_->val_loss = &add(*task_, val_loss_, {});
+  set_finite(task_->val_loss, eval.val_loss);
+}
+
+void WorkerMetrics::end_task(const std::string& outcome) {
+  absl::MutexLock lock(&mu_);
+  if (task_) end_task_locked(outcome);
+}
+
+void WorkerMetrics::end_task_locked(const std::string& outcome) {
+  for (const std::function<void()>& remove : task_->removers) remove();
+  task_.reset();
+  tasks_.Add({{"outcome", outcome}}).Increment();
+  busy_.Set(0);
+}
+
+std::string WorkerMetrics::render() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace mixtrain::worker

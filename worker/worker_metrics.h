@@ -1,0 +1,103 @@
+// Why: Prometheus scrapes each worker's /metrics (DESIGN.md §7) for the
+// training health of the task it runs (loss, loss scale, overflows,
+// NaN/Inf events, memory, collectives, MFU) and for the agent itself.
+// The task's series carry job_id and rank labels and are removed when the
+// task ends, so a dashboard never shows a finished rank as still running.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "child_messages.h"
+
+namespace mixtrain::worker {
+
+class WorkerMetrics {
+ public:
+  WorkerMetrics();
+
+  // mixtrain_worker_connected: 1 while the agent is registered with the coordinator.
+  void set_connected(bool connected);
+
+  // Creates the series of a task (labels job_id, rank) and marks the
+  // worker busy; ends an earlier task's series first. MFU is exported when
+  // `peak_flops_per_second` > 0.
+  void begin_task(const std::string& job_id, int rank, double peak_flops_per_second);
+  // Updates the current task's series from one step; ignored without a task.
+  void on_step(const StepReport& step);
+  // Sets mixtrain_val_loss; ignored without a task.
+  void on_eval(const EvalProgress& eval);
+  // Removes every series of the current task, counts it in
+  // mixtrain_worker_tasks_total{outcome} and marks the worker idle.
+  void end_task(const std::string& outcome);
+
+  // Every series in the Prometheus text format (version 0.0.4).
+  std::string render() const;
+
+ private:
+  // The current task's series and what turns cumulative counts into increments.
+  struct TaskSeries {
+    std::map<std::string, std::string> labels;  // job_id, rank
+    double peak_flops = 0.0;
+    prometheus::Gauge* train_loss = nullptr;
+    prometheus::Gauge* val_loss = nullptr;
+    prometheus::Gauge* loss_scale = nullptr;
+    prometheus::Gauge* grad_norm = nullptr;
+    prometheus::Gauge* learning_rate = nullptr;
+    prometheus::Gauge* mfu = nullptr;  // null when the peak is unknown
+    prometheus::Counter* overflow_steps = nullptr;
+    prometheus::Counter* steps = nullptr;
+    prometheus::Counter* tokens = nullptr;
+    prometheus::Histogram* step_duration = nullptr;
+    CommStats comm_reported;                      // what the collective counters hold so far
+    std::vector<std::function<void()>> removers;  // one per series
+  };
+
+  // A series of `family` with the task's labels plus `extra`, removed at end_task.
+  template <typename T>
+  T& add(TaskSeries& task, prometheus::Family<T>& family,
+         const std::map<std::string, std::string>& extra, std::vector<double> buckets = {});
+  // The existing series of `family` with the task's labels plus `extra`.
+  template <typename T>
+  static T& series(const TaskSeries& task, prometheus::Family<T>& family,
+                   const std::map<std::string, std::string>& extra);
+  void end_task_locked(const std::string& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>& train_loss_;
+  prometheus::Family<prometheus::Gauge>& val_loss_;
+  prometheus::Family<prometheus::Gauge>& loss_scale_;
+  prometheus::Family<prometheus::Counter>& overflow_steps_;
+  prometheus::Family<prometheus::Counter>& nonfinite_events_;
+  prometheus::Family<prometheus::Gauge>& grad_norm_;
+  prometheus::Family<prometheus::Gauge>& learning_rate_;
+  prometheus::Family<prometheus::Counter>& steps_;
+  prometheus::Family<prometheus::Counter>& tokens_;
+  prometheus::Family<prometheus::Histogram>& step_duration_;
+  prometheus::Family<prometheus::Gauge>& memory_;
+  prometheus::Family<prometheus::Gauge>& memory_peak_;
+  prometheus::Family<prometheus::Counter>& collective_bytes_;
+  prometheus::Family<prometheus::Counter>& collective_seconds_;
+  prometheus::Family<prometheus::Gauge>& mfu_;
+  prometheus::Gauge& up_;
+  prometheus::Gauge& busy_;
+  prometheus::Gauge& connected_;
+  prometheus::Family<prometheus::Counter>& tasks_;
+
+  absl::Mutex mu_;
+  std::optional<TaskSeries> task_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace mixtrain::worker
