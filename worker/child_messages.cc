@@ -1,6 +1,7 @@
 // Why: see child_messages.h.
 #include "child_messages.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace mixtrain::worker {
@@ -87,7 +88,12 @@ std::string encode_eval(const EvalProgress& eval) {
 }
 
 std::string encode_summary(const TrainSummary& summary) {
-  return "{\"type\":\"summary\",\"summary\":" + summary.to_json().dump() + "}";
+  TrainSummary finite = summary;
+  if (finite.final_train_loss && !std::isfinite(*finite.final_train_loss))
+    finite.final_train_loss.reset();
+  if (finite.final_val_loss && !std::isfinite(*finite.final_val_loss))
+    finite.final_val_loss.reset();
+  return "{\"type\":\"summary\",\"summary\":" + finite.to_json().dump() + "}";
 }
 
 std::optional<ChildMessage> decode_child_message(std::string_view line) {

@@ -44,7 +44,8 @@ struct ChildMessage {
   std::string summary_json;  // kSummary: the summary object as compact JSON
 };
 
-// One line each (no trailing newline).
+// One line each (no trailing newline). Never throw: a non-finite loss
+// (a diverged run) is written as null, in the summary too.
 std::string encode_step(const StepReport& step);
 std::string encode_eval(const EvalProgress& eval);
 std::string encode_summary(const TrainSummary& summary);

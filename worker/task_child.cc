@@ -70,10 +70,9 @@ int run_task_child(std::istream& in) {
     return 2;
   }
   const v1::Task& task = launch->task;
-  const std::string who = "rank " + std::to_string(task.rank());
   if (!task.data_root().empty() && ::chdir(task.data_root().c_str()) != 0) {
-    std::cerr << who << ": cannot enter data root " << task.data_root() << ": "
-              << std::strerror(errno) << "\n";
+    std::cerr << "cannot enter the data root " << task.data_root() << ": " << std::strerror(errno)
+              << "\n";
     return 2;
   }
   cli::JobSpecOptions spec_options;
@@ -134,16 +133,12 @@ int run_task_child(std::istream& in) {
     };
     trainer = std::make_unique<Trainer>(*backend, spec, options);
   } catch (const std::exception& e) {
-    std::cerr << who << ": " << e.what() << "\n";
+    std::cerr << "cannot start training: " << e.what() << "\n";
     return 1;
   }
 
-  const cli::RunOutcome outcome = cli::run_trainer(*trainer, printer, who, std::cerr);
-  try {
-    report(encode_summary(outcome.summary));
-  } catch (const std::exception& e) {  // a non-finite loss has no JSON form
-    std::cerr << who << ": cannot encode the summary: " << e.what() << "\n";
-  }
+  const cli::RunOutcome outcome = cli::run_trainer(*trainer, printer, "training failed", std::cerr);
+  report(encode_summary(outcome.summary));
   return outcome.exit_code;
 }
 

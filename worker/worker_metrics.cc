@@ -149,7 +149,8 @@ T& WorkerMetrics::series(const TaskSeries& task, prometheus::Family<T>& family,
 void WorkerMetrics::begin_task(const std::string& job_id, int rank, double peak_flops_per_second) {
   absl::MutexLock lock(&mu_);
   if (task_) end_task_locked("replaced");
-  TaskSeries& task = task_.emplace();
+  task_ = TaskSeries();
+  TaskSeries& task = *task_;
   task.labels = {{"job_id", job_id}, {"rank", std::to_string(rank)}};
   task.peak_flops = peak_flops_per_second;
   task.train_loss = &add(task, train_loss_, {});

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "test_support/temp_dir.h"
+#include "test_worker_service.h"
 #include "tiny_task.h"
 
 namespace mixtrain::worker {
@@ -143,6 +144,56 @@ TEST(TaskRunnerTest, TinyTaskReportsStepsEvalsOutputAndSummary) {
   ASSERT_EQ(summary["ranks"].size(), 1u);
   EXPECT_EQ(summary["ranks"][0]["rank"], 0);
   EXPECT_TRUE(std::filesystem::exists(dir.path("ckpt")));
+}
+
+TEST(TaskRunnerTest, ResumeContinuesFromTheNewestCheckpoint) {
+  test_support::TempDir dir;
+  {
+    Recorder first;
+    TaskRunner runner(MIXTRAIN_WORKER_BINARY, launch_for(tiny_spec(5), dir.path("ckpt")),
+                      first.events());
+    ASSERT_EQ(first.result(seconds(120)).outcome, v1::TASK_OUTCOME_SUCCEEDED) << first.output();
+  }
+  TaskLaunch again = launch_for(tiny_spec(8), dir.path("ckpt"));
+  again.task.set_attempt(2);
+  again.task.set_resume(true);
+  Recorder second;
+  TaskRunner runner(MIXTRAIN_WORKER_BINARY, again, second.events());
+  const TaskResult result = second.result(seconds(120));
+  ASSERT_EQ(result.outcome, v1::TASK_OUTCOME_SUCCEEDED) << result.message << second.output();
+  ASSERT_EQ(second.steps().size(), 3u);
+  EXPECT_EQ(second.steps().front().progress.step, 6);
+}
+
+TEST(TaskRunnerTest, TwoRanksRendezvousThroughTheCoordinatorStore) {
+  testing::TestWorkerService service;
+  testing::TestServer server(service);
+  ASSERT_TRUE(server.start());
+  test_support::TempDir dir;
+  constexpr int kWorld = 2;
+  std::vector<std::unique_ptr<Recorder>> recorders;
+  std::vector<std::unique_ptr<TaskRunner>> runners;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    TaskLaunch launch = launch_for(tiny_spec(4), dir.path("ckpt"));
+    launch.task.set_rank(rank);
+    launch.task.set_world_size(kWorld);
+    launch.task.set_rendezvous_scope("job-1/attempt-1");
+    launch.connection.address = server.address();
+    recorders.push_back(std::make_unique<Recorder>());
+    runners.push_back(
+        std::make_unique<TaskRunner>(MIXTRAIN_WORKER_BINARY, launch, recorders.back()->events()));
+  }
+  for (int rank = 0; rank < kWorld; ++rank) {
+    Recorder& recorder = *recorders[rank];
+    const TaskResult result = recorder.result(seconds(120));
+    ASSERT_EQ(result.outcome, v1::TASK_OUTCOME_SUCCEEDED) << result.message << recorder.output();
+    const nlohmann::json summary = nlohmann::json::parse(result.summary_json);
+    EXPECT_EQ(summary["world_size"], kWorld);
+    ASSERT_EQ(summary["ranks"].size(), 1u);  // its own entry: the coordinator merges them
+    EXPECT_EQ(summary["ranks"][0]["rank"], rank);
+    EXPECT_GT(summary["ranks"][0]["comm_bytes_per_step"].get<int64_t>(), 0);
+    EXPECT_GT(recorder.steps().back().comm[CommOp::kAllReduce].bytes_sent, 0);
+  }
 }
 
 TEST(TaskRunnerTest, RelativeDataPathsResolveInTheDataRoot) {

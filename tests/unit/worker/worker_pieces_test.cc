@@ -78,9 +78,17 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   summary.name = "n";
   summary.status = "failed";
   summary.ranks.push_back(RankSummary{});
+  summary.final_val_loss = 2.0;
   const std::optional<ChildMessage> decoded_summary = decode_child_message(encode_summary(summary));
   ASSERT_TRUE(decoded_summary.has_value());
-  EXPECT_EQ(decoded_summary->summary_json, summary.to_json().dump());
+  EXPECT_EQ(decoded_summary->summary_json, summary.to_json().dump());  // key order kept
+
+  summary.final_train_loss = std::numeric_limits<double>::quiet_NaN();  // a diverged run
+  const std::optional<ChildMessage> diverged = decode_child_message(encode_summary(summary));
+  ASSERT_TRUE(diverged.has_value());
+  EXPECT_NE(diverged->summary_json.find("\"final_train_loss\":null,\"final_val_loss\":2.0"),
+            std::string::npos)
+      << diverged->summary_json;
 }
 
 TEST(ChildMessagesTest, MalformedLinesAreDropped) {
