@@ -145,6 +145,8 @@ grpc::Status Agent::register_worker() {
 }
 
 void Agent::run() {
+  say("mixtrain-worker: metrics on port " + std::to_string(metrics_port()) + ", registering with " +
+      options_.connection.address);
   std::thread heartbeats([this] { heartbeat_loop(); });
   Backoff backoff;
   bool outage_reported = false;
