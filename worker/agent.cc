@@ -247,14 +247,15 @@ void Agent::handle(const v1::TaskCommand& command) {
 }
 
 void Agent::start_task(const v1::Task& task) {
-  std::unique_ptr<TaskRunner> previous;
   absl::MutexLock lock(&mu_);
   if (runner_ && !runner_->finished()) {
     say("mixtrain-worker: ignoring start of " + task_name(task) + ": already running " +
         task_name(runner_->task()));
     return;
   }
-  previous = std::move(runner_);  // finished: joins at once
+  // The last task's process ended; wait for its last event (its final
+  // report and the removal of its series) before the next task begins.
+  runner_.reset();
   v1::RunningTask running;
   running.set_job_id(task.job_id());
   running.set_attempt(task.attempt());

@@ -165,6 +165,12 @@ void TaskRunner::signal_child(int signal) {
 }
 
 void TaskRunner::run() {
+  const TaskResult result = execute();
+  finished_ = true;
+  events_.on_finished(result);
+}
+
+TaskResult TaskRunner::execute() {
   const int rank = launch_.task.rank();
   TaskResult result;
   std::vector<Pipe> pipes;
@@ -187,9 +193,7 @@ void TaskRunner::run() {
     }
     result.message = "rank " + std::to_string(rank) + ": cannot start the task process" +
                      (pid < 0 ? std::string(": ") + std::strerror(-pid) : std::string());
-    events_.on_finished(result);
-    finished_ = true;
-    return;
+    return result;
   }
   bool cancelled_early = false;
   {
@@ -267,8 +271,7 @@ void TaskRunner::run() {
     result.outcome = v1::TASK_OUTCOME_FAILED;
     result.message = describe_exit(rank, status, last_error_line);
   }
-  events_.on_finished(result);
-  finished_ = true;
+  return result;
 }
 
 }  // namespace mixtrain::worker

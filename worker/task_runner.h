@@ -62,13 +62,16 @@ class TaskRunner {
   // already ended. Safe from any thread, any number of times.
   void cancel(const std::string& reason);
 
-  // True once on_finished has returned.
+  // True once the task process ended and its result is known (on_finished
+  // may still be running; the destructor waits for it).
   bool finished() const { return finished_.load(); }
 
   const v1::Task& task() const { return launch_.task; }
 
  private:
   void run();
+  // Starts the child, relays its reports until it ends and says how it ended.
+  TaskResult execute();
   // Sends `signal` to the child's process group when it runs.
   void signal_child(int signal) ABSL_LOCKS_EXCLUDED(mu_);
 

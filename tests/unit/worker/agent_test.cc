@@ -112,6 +112,14 @@ TEST_F(AgentTest, RegistersRunsATaskAndReportsItsOutcome) {
   EXPECT_NE(delivered_output().find("step 10/10"), std::string::npos) << delivered_output();
   EXPECT_TRUE(eventually([&] { return !service_.heartbeats().empty(); }, milliseconds(5000)));
 
+  // The next task, as soon as the coordinator has the last one's outcome.
+  v1::Task next = testing::tiny_task(testing::tiny_spec(3), dir_.path("ckpt2"));
+  next.set_job_id("job-2");
+  service_.send(start(next));
+  ASSERT_TRUE(eventually([&] { return finals().size() == 2; }, milliseconds(60000)));
+  EXPECT_EQ(finals().at(1).task().job_id(), "job-2");
+  EXPECT_EQ(finals().at(1).outcome(), v1::TASK_OUTCOME_SUCCEEDED) << finals().at(1).message();
+
   agent_->stop();
   thread_.join();
   EXPECT_NE(log_.str().find("mixtrain-worker: registered as w1 with " + server_.address() +
