@@ -173,26 +173,31 @@ void TaskRunner::run() {
 TaskResult TaskRunner::execute() {
   const int rank = launch_.task.rank();
   TaskResult result;
+  const std::string who = "rank " + std::to_string(rank);
   std::vector<Pipe> pipes;
   for (int i = 0; i < 4; ++i) {
     std::optional<Pipe> pipe = make_pipe();
     if (!pipe) break;
     pipes.push_back(*pipe);
   }
-  pid_t pid = -1;
-  if (pipes.size() == 4) {
-    pid = spawn_child(executable_, {pipes[0].read, pipes[1].write, pipes[2].write, pipes[3].write});
-  }
-  // The child's ends belong to the child now.
-  if (!pipes.empty()) close_fd(pipes[0].read);
-  for (size_t i = 1; i < pipes.size(); ++i) close_fd(pipes[i].write);
-  if (pid <= 0) {
+  if (pipes.size() < 4) {
+    result.message = who + ": cannot create the task's pipes: " + std::strerror(errno);
     for (Pipe& pipe : pipes) {
       close_fd(pipe.read);
       close_fd(pipe.write);
     }
-    result.message = "rank " + std::to_string(rank) + ": cannot start the task process" +
-                     (pid < 0 ? std::string(": ") + std::strerror(-pid) : std::string());
+    return result;
+  }
+  const pid_t pid =
+      spawn_child(executable_, {pipes[0].read, pipes[1].write, pipes[2].write, pipes[3].write});
+  // The child's ends belong to the child now.
+  close_fd(pipes[0].read);
+  for (size_t i = 1; i < pipes.size(); ++i) close_fd(pipes[i].write);
+  if (pid < 0) {
+    close_fd(pipes[0].write);
+    for (size_t i = 1; i < pipes.size(); ++i) close_fd(pipes[i].read);
+    result.message =
+        who + ": cannot start the task process " + executable_ + ": " + std::strerror(-pid);
     return result;
   }
   bool cancelled_early = false;
@@ -266,7 +271,7 @@ TaskResult TaskRunner::execute() {
     result.outcome = v1::TASK_OUTCOME_SUCCEEDED;
   } else if (cancelled) {
     result.outcome = v1::TASK_OUTCOME_CANCELLED;
-    result.message = "rank " + std::to_string(rank) + " cancelled: " + reason;
+    result.message = who + " cancelled: " + reason;
   } else {
     result.outcome = v1::TASK_OUTCOME_FAILED;
     result.message = describe_exit(rank, status, last_error_line);

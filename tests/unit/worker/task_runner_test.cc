@@ -287,7 +287,8 @@ TEST(TaskRunnerTest, MissingExecutableFailsWithoutThrowing) {
                     recorder.events());
   const TaskResult result = recorder.result(seconds(30));
   EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_FAILED);
-  EXPECT_NE(result.message.find("rank 0"), std::string::npos) << result.message;
+  EXPECT_EQ(result.message.rfind("rank 0: cannot start the task process", 0), 0u) << result.message;
+  EXPECT_NE(result.message.find("No such file or directory"), std::string::npos) << result.message;
 }
 
 TEST(DescribeExitTest, NamesCodeSignalAndLastLine) {
