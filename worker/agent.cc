@@ -186,12 +186,15 @@ void Agent::run() {
       }
     }
     metrics_.set_connected(false);
+    if (std::chrono::steady_clock::now() - opened > kHealthyStream) {  // a new outage
+      backoff.reset();
+      outage_reported = false;
+    }
     if (!outage_reported) {
       say("mixtrain-worker: lost the task stream from " + options_.connection.address + ": " +
           status.error_message() + "; reconnecting");
       outage_reported = true;
     }
-    if (std::chrono::steady_clock::now() - opened > kHealthyStream) backoff.reset();
     sleep(backoff.next());
   }
   heartbeats.join();
@@ -321,6 +324,7 @@ void Agent::heartbeat_loop() {
     connection_->prepare(context, std::min(kCallTimeout, 2 * interval));
     v1::HeartbeatResponse response;
     const grpc::Status status = connection_->stub().Heartbeat(&context, request, &response);
+    metrics_.set_connected(status.ok() && !response.reregister());
     if ((status.ok() && response.reregister()) ||
         status.error_code() == grpc::StatusCode::NOT_FOUND) {
       say("mixtrain-worker: the coordinator does not know worker " + id + "; registering again");

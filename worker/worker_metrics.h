@@ -28,7 +28,8 @@ class WorkerMetrics {
  public:
   WorkerMetrics();
 
-  // mixtrain_worker_connected: 1 while the agent is registered with the coordinator.
+  // mixtrain_worker_connected: 1 while the coordinator knows this agent
+  // (registered, and its last heartbeat or task stream did not fail).
   void set_connected(bool connected);
 
   // Creates the series of a task (labels job_id, rank) and marks the
