@@ -14,7 +14,8 @@ inline constexpr char kTaskModeArg[] = "__task";
 // reports steps, evaluations and the summary as child_messages.h lines on
 // kReportFd; progress lines go to stdout, errors to stderr. Working
 // directory: Task.data_root when set. Returns 0 when training succeeded,
-// 2 for a bad launch or spec, 1 when training failed. Never throws.
+// 2 for a bad launch, spec or data (kInvalidArgument), 1 when training
+// failed or could not start otherwise. Never throws.
 int run_task_child(std::istream& in);
 
 }  // namespace mixtrain::worker
