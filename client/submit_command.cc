@@ -40,7 +40,8 @@ int run_submit_command(CoordinatorClient& client, const SubmitCommandArgs& args,
   if (format == OutputFormat::kTable) {
     out << "submitted " << id << "\n" << std::flush;
   } else {
-    (args.follow ? err : out) << nlohmann::json{{"id", id}}.dump() << "\n" << std::flush;
+    // {"id": "..."}, spaced as DESIGN.md §5 writes it.
+    (args.follow ? err : out) << "{\"id\": " << nlohmann::json(id).dump() << "}\n" << std::flush;
   }
   if (!args.follow) return kExitOk;
   FollowOptions options;
