@@ -1,0 +1,151 @@
+// Why: what the service commands print is a contract (DESIGN.md §3, §5):
+// exit codes for each kind of failed call, the JSON keys scripts read, the
+// state names, and tables that line up. These pin it without a coordinator.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "coordinator_client.h"
+#include "job_view.h"
+#include "text_table.h"
+
+namespace mixtrain::cli {
+namespace {
+
+CoordinatorClient client_at(const std::string& address) {
+  ServiceOptions options;
+  options.coordinator = address;
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::connect(options);
+  EXPECT_TRUE(client.ok());
+  return *client;
+}
+
+TEST(CoordinatorClientTest, ReportMapsEachFailureToItsExitCode) {
+  CoordinatorClient client = client_at("127.0.0.1:9");
+  struct Case {
+    grpc::StatusCode code;
+    int exit_code;
+    std::string says;
+  };
+  const Case cases[] = {
+      {grpc::StatusCode::UNAVAILABLE, 3, "mixtrain: cannot reach the coordinator at 127.0.0.1:9"},
+      {grpc::StatusCode::DEADLINE_EXCEEDED, 3, "cannot reach the coordinator"},
+      {grpc::StatusCode::UNAUTHENTICATED, 3, "not authorized (check --token / MIXTRAIN_TOKEN)"},
+      {grpc::StatusCode::PERMISSION_DENIED, 3, "not authorized"},
+      {grpc::StatusCode::NOT_FOUND, 2, "mixtrain: no job j-7\n"},
+      {grpc::StatusCode::INVALID_ARGUMENT, 2, "job.yaml:3: model.heads: bad\njob.yaml:4: x: y\n"},
+      {grpc::StatusCode::FAILED_PRECONDITION, 2, "mixtrain: job.yaml:3: model.heads: bad"},
+      {grpc::StatusCode::UNIMPLEMENTED, 1, "does not serve this call"},
+      {grpc::StatusCode::INTERNAL, 1, "failed the call"},
+  };
+  for (const Case& c : cases) {
+    std::ostringstream err;
+    const int code = client.report(
+        grpc::Status(c.code, "job.yaml:3: model.heads: bad\njob.yaml:4: x: y"), "j-7", err);
+    EXPECT_EQ(code, c.exit_code) << static_cast<int>(c.code);
+    EXPECT_NE(err.str().find(c.says), std::string::npos) << err.str();
+  }
+}
+
+TEST(CoordinatorClientTest, UnreadableCaFileIsRefused) {
+  ServiceOptions options;
+  options.tls_ca = "/no/such/ca.pem";
+  const absl::StatusOr<CoordinatorClient> client = CoordinatorClient::connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_NE(client.status().message().find("/no/such/ca.pem"), std::string::npos);
+}
+
+TEST(CoordinatorClientTest, TransientCodesAreTheConnectionOnes) {
+  EXPECT_TRUE(is_transient(grpc::StatusCode::UNAVAILABLE));
+  EXPECT_TRUE(is_transient(grpc::StatusCode::CANCELLED));
+  EXPECT_FALSE(is_transient(grpc::StatusCode::UNAUTHENTICATED));
+  EXPECT_FALSE(is_transient(grpc::StatusCode::NOT_FOUND));
+}
+
+TEST(JobViewTest, StateNamesAreDesignNames) {
+  EXPECT_EQ(state_name(v1::JOB_STATE_QUEUED), "QUEUED");
+  EXPECT_EQ(state_name(v1::JOB_STATE_RUNNING), "RUNNING");
+  EXPECT_EQ(state_name(v1::JOB_STATE_SUCCEEDED), "SUCCEEDED");
+  EXPECT_EQ(state_name(v1::JOB_STATE_FAILED), "FAILED");
+  EXPECT_EQ(state_name(v1::JOB_STATE_CANCELLED), "CANCELLED");
+  EXPECT_FALSE(is_final(v1::JOB_STATE_RUNNING));
+  EXPECT_TRUE(is_final(v1::JOB_STATE_CANCELLED));
+}
+
+v1::Job sample_job() {
+  v1::Job job;
+  job.set_id("j-1");
+  job.set_name("demo");
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.set_attempt(2);
+  job.set_restarts(1);
+  job.mutable_progress()->set_step(600);
+  job.mutable_progress()->set_steps(600);
+  job.add_workers("w-1");
+  job.add_workers("w-2");
+  v1::JobEvent* event = job.add_events();
+  event->set_state(v1::JOB_STATE_QUEUED);
+  event->set_message("submitted");
+  job.set_summary_json(R"({"name": "demo", "status": "succeeded", "steps": 600,
+      "final_train_loss": 0.39, "ranks": [{"rank": 0, "memory_bytes":
+      {"device": {"peak": 2097152}, "host": {"peak": 0}}}]})");
+  return job;
+}
+
+TEST(JobViewTest, JobJsonHasTheDesignKeys) {
+  const nlohmann::ordered_json listed = job_json(sample_job(), /*details=*/false);
+  for (const char* key : {"id", "name", "state", "attempt", "step", "steps", "workers"}) {
+    EXPECT_TRUE(listed.contains(key)) << key;
+  }
+  EXPECT_FALSE(listed.contains("summary"));
+  EXPECT_EQ(listed["state"], "SUCCEEDED");
+  EXPECT_EQ(listed["workers"], nlohmann::ordered_json({"w-1", "w-2"}));
+
+  const nlohmann::ordered_json status = job_json(sample_job(), /*details=*/true);
+  EXPECT_EQ(status["summary"]["status"], "succeeded");
+  EXPECT_EQ(status["events"][0]["state"], "QUEUED");
+  EXPECT_EQ(status["restarts"], 1);
+}
+
+TEST(JobViewTest, SummaryIsNullBeforeTheEndOrWhenUnreadable) {
+  EXPECT_TRUE(parse_summary("").is_null());
+  EXPECT_TRUE(parse_summary("{not json").is_null());
+  v1::Job queued = sample_job();
+  queued.clear_summary_json();
+  EXPECT_TRUE(job_json(queued, true)["summary"].is_null());
+}
+
+TEST(JobViewTest, SummaryTableShowsLossesAndPeaks) {
+  std::ostringstream out;
+  print_summary_table(parse_summary(sample_job().summary_json()), out);
+  EXPECT_NE(out.str().find("final train loss   0.3900"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("final val loss     -"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("rank 0 peak memory  device 2.0 MiB, host 0 B"), std::string::npos)
+      << out.str();
+  std::ostringstream nothing;
+  print_summary_table(nullptr, nothing);
+  EXPECT_EQ(nothing.str(), "");
+}
+
+TEST(JobViewTest, AgeOfNothingIsADash) { EXPECT_EQ(format_age(0), "-"); }
+
+TEST(TextTableTest, ColumnsLineUpWithoutTrailingSpaces) {
+  TextTable table({"ID", "STATE", "MESSAGE"});
+  table.add_row({"j-1", "QUEUED", ""});
+  table.add_row({"j-100", "RUNNING", "ok"});
+  std::ostringstream out;
+  table.print(out);
+  EXPECT_EQ(out.str(),
+            "ID     STATE    MESSAGE\n"
+            "j-1    QUEUED\n"
+            "j-100  RUNNING  ok\n");
+}
+
+TEST(TextTableTest, TrimCellCutsLongAndMultiLineText) {
+  EXPECT_EQ(trim_cell("short", 10), "short");
+  EXPECT_EQ(trim_cell("a rather long message", 10), "a rathe...");
+  EXPECT_EQ(trim_cell("first line\nsecond", 40), "first line...");
+}
+
+}  // namespace
+}  // namespace mixtrain::cli
