@@ -42,7 +42,11 @@ int CoordinatorClient::report(const grpc::Status& status, std::string_view job_i
           << " (coordinator " << address_ << ")\n";
       return kExitUnreachable;
     case grpc::StatusCode::NOT_FOUND:
-      err << "mixtrain: no job " << job_id << "\n";
+      if (job_id.empty()) {
+        err << "mixtrain: " << status.error_message() << "\n";
+      } else {
+        err << "mixtrain: no job " << job_id << "\n";
+      }
       return kExitUsage;
     case grpc::StatusCode::INVALID_ARGUMENT:
       err << status.error_message() << "\n";

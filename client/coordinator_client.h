@@ -41,7 +41,9 @@ class CoordinatorClient {
   // when the TLS CA file is unusable.
   static absl::StatusOr<CoordinatorClient> connect(const ServiceOptions& options);
 
+  // The JobService stub, for streaming calls (prepare_stream first).
   v1::JobService::Stub& jobs() { return *stub_; }
+  // The coordinator's HOST:PORT as given.
   const std::string& address() const { return address_; }
 
   // Calls the unary JobService `method` with the token and a

@@ -158,7 +158,12 @@ int run_local_command(const LocalCommandArgs& args, OutputFormat format, bool te
   service.format = format;
   absl::StatusOr<CoordinatorClient> client = CoordinatorClient::connect(service);
   std::string id;
-  int code = client.ok() ? submit_job_file(*client, spec_path, id, err) : kExitJobFailed;
+  int code = kExitJobFailed;
+  if (signals.interrupted()) {
+    err << kWho << ": interrupted while starting the local cluster\n";
+  } else if (client.ok()) {
+    code = submit_job_file(*client, spec_path, id, err);
+  }
   FollowResult followed;
   if (code == kExitOk) {
     info << "submitted " << id << "\n";
