@@ -7,6 +7,7 @@
 
 #include "job_view.h"
 #include "progress_printer.h"
+#include "reconnect_backoff.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -142,15 +143,11 @@ FollowResult follow_job(CoordinatorClient& client, const std::string& id,
   JobWatcher watcher(json ? err : out, options.terminal && !json);
   FollowResult result;
   bool use_watch = true;
-  std::optional<Clock::time_point> lost_since;
-  Clock::duration backoff = std::chrono::milliseconds(500);
+  ReconnectBackoff backoff(options.give_up_after);
   while (!result.job || !is_final(result.job->state())) {
     const Reading reading =
         use_watch ? watch(client, id, watcher, result.job) : poll(client, id, watcher, result.job);
-    if (reading.heard) {
-      lost_since.reset();
-      backoff = std::chrono::milliseconds(500);
-    }
+    if (reading.heard) backoff.heard();
     if (result.job && is_final(result.job->state())) break;
     const grpc::StatusCode code = reading.status.error_code();
     if (use_watch && code == grpc::StatusCode::UNIMPLEMENTED) {
@@ -159,23 +156,19 @@ FollowResult follow_job(CoordinatorClient& client, const std::string& id,
     }
     Clock::duration wait = std::chrono::seconds(1);  // polling, or a stream that ended early
     if (!reading.status.ok()) {
-      if (!is_transient(code)) {
-        watcher.finish();
-        result.exit_code = client.report(reading.status, id, err);
-        return result;
-      }
-      if (!lost_since) {
-        lost_since = Clock::now();
+      if (is_transient(code) && backoff.connected()) {
         watcher.note("lost the coordinator at " + client.address() + " (" +
                      reading.status.error_message() + "), reconnecting");
         watcher.note_next_update("reconnected to the coordinator at " + client.address());
-      } else if (Clock::now() - *lost_since > options.give_up_after) {
+      }
+      const std::optional<Clock::duration> next =
+          is_transient(code) ? backoff.next_wait() : std::nullopt;
+      if (!next) {
         watcher.finish();
         result.exit_code = client.report(reading.status, id, err);
         return result;
       }
-      wait = backoff;
-      backoff = std::min<Clock::duration>(backoff * 2, std::chrono::seconds(5));
+      wait = *next;
     }
     const std::string reason = pause(wait, options);
     if (!reason.empty()) {

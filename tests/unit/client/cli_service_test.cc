@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "coordinator_client.h"
 #include "job_view.h"
+#include "logs_command.h"
+#include "reconnect_backoff.h"
 #include "text_table.h"
 
 namespace mixtrain::cli {
@@ -145,6 +149,58 @@ TEST(TextTableTest, TrimCellCutsLongAndMultiLineText) {
   EXPECT_EQ(trim_cell("short", 10), "short");
   EXPECT_EQ(trim_cell("a rather long message", 10), "a rathe...");
   EXPECT_EQ(trim_cell("first line\nsecond", 40), "first line...");
+}
+
+v1::LogLine log_line(int64_t unix_ms, int rank, const std::string& text) {
+  v1::LogLine line;
+  line.set_attempt(1);
+  line.set_rank(rank);
+  line.set_unix_ms(unix_ms);
+  line.set_text(text);
+  return line;
+}
+
+TEST(LogCursorTest, AReconnectedStreamPrintsOnlyNewLines) {
+  LogCursor cursor;
+  EXPECT_TRUE(cursor.empty());
+  cursor.restart();
+  EXPECT_TRUE(cursor.accept(log_line(100, 0, "a")));
+  EXPECT_TRUE(cursor.accept(log_line(200, 0, "b")));
+  EXPECT_TRUE(cursor.accept(log_line(200, 1, "c")));
+  // The coordinator restarted; the new stream resends the stored tail.
+  cursor.restart();
+  EXPECT_FALSE(cursor.accept(log_line(100, 0, "a")));
+  EXPECT_FALSE(cursor.accept(log_line(200, 0, "b")));
+  EXPECT_FALSE(cursor.accept(log_line(200, 1, "c")));
+  EXPECT_TRUE(cursor.accept(log_line(200, 0, "d")));  // same time, after the last one printed
+  EXPECT_TRUE(cursor.accept(log_line(300, 0, "e")));
+  // A stream whose tail no longer holds the last printed line.
+  cursor.restart();
+  EXPECT_FALSE(cursor.accept(log_line(250, 0, "old")));
+  EXPECT_TRUE(cursor.accept(log_line(400, 0, "f")));
+}
+
+TEST(ReconnectBackoffTest, DoublesToFiveSecondsAndResetsWhenHeard) {
+  ReconnectBackoff backoff(std::chrono::seconds(60));
+  EXPECT_TRUE(backoff.connected());
+  std::vector<int64_t> waits;
+  for (int i = 0; i < 6; ++i) {
+    waits.push_back(
+        std::chrono::duration_cast<std::chrono::milliseconds>(*backoff.next_wait()).count());
+  }
+  EXPECT_EQ(waits, (std::vector<int64_t>{500, 1000, 2000, 4000, 5000, 5000}));
+  EXPECT_FALSE(backoff.connected());
+  backoff.heard();
+  EXPECT_TRUE(backoff.connected());
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(*backoff.next_wait()).count(),
+            500);
+}
+
+TEST(ReconnectBackoffTest, GivesUpAfterTheLimit) {
+  ReconnectBackoff backoff(std::chrono::seconds(0));
+  ASSERT_TRUE(backoff.next_wait().has_value());  // the first loss starts the clock
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(backoff.next_wait().has_value());
 }
 
 }  // namespace
