@@ -136,6 +136,9 @@ run --coordinator "127.0.0.1:$closed" submit "$valid"
 grep -q "cannot reach the coordinator at 127.0.0.1:$closed" "$work/err" || fail "unreachable: $err"
 MIXTRAIN_COORDINATOR=127.0.0.1:$closed run jobs
 [ "$code" -eq 3 ] || fail "unreachable coordinator from the environment: exit $code, want 3"
+run --tls-ca "$work/no-such-ca.pem" jobs
+[ "$code" -eq 2 ] || fail "unreadable --tls-ca: exit $code, want 2"
+grep -q "no-such-ca.pem" "$work/err" || fail "unreadable --tls-ca not named: $err"
 run submit "$work/no-such-file.yaml"
 [ "$code" -eq 2 ] || fail "unreadable spec file: exit $code, want 2"
 run submit "$work"
