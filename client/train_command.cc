@@ -136,9 +136,10 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
   if (group.store) exchange_rank_summaries(group, summary, err);
   if (!leader) return exit_code;
   print_outcome(summary, trainer->checkpoint_dir(), out);
-  const std::string summary_text = nlohmann::ordered_json::parse(summary.to_json().dump()).dump(2);
   if (args.summary_json &&
-      !write_summary_file(*args.summary_json, summary_text, "mixtrain train", err)) {
+      !write_summary_file(*args.summary_json,
+                          nlohmann::ordered_json::parse(summary.to_json().dump()).dump(2),
+                          "mixtrain train", err)) {
     exit_code = 1;
   }
   return exit_code;
