@@ -19,16 +19,17 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800
 
 # The README demo: a small GPT trained with mixed precision and ZeRO stage 1
-# on the built-in corpus (no download), then a sample from it. Until the
-# coordinator lands its two workers are two local ranks (`mixtrain train`).
+# on the built-in corpus (no download) by a local coordinator and two
+# workers (`mixtrain local`), then a sample from the checkpoint it leaves in
+# checkpoints/demo.
 demo: build
-	rm -rf $(BUILD_DIR)/demo-checkpoints
-	$(BUILD_DIR)/bin/mixtrain train examples/demo.yaml \
-	  --set checkpoint.dir=$(BUILD_DIR)/demo-checkpoints --summary-json $(BUILD_DIR)/demo-summary.json
+	rm -rf checkpoints/demo
+	$(BUILD_DIR)/bin/mixtrain local examples/demo.yaml --workers 2 \
+	  --summary-json $(BUILD_DIR)/demo-summary.json
 	@echo "--- summary ($(BUILD_DIR)/demo-summary.json)"
 	@cat $(BUILD_DIR)/demo-summary.json
 	@echo "--- sample"
-	$(BUILD_DIR)/bin/mixtrain sample $(BUILD_DIR)/demo-checkpoints --prompt "chapter one" \
+	$(BUILD_DIR)/bin/mixtrain sample checkpoints/demo --prompt "chapter one" \
 	  --tokens 300 --temperature 0.8
 
 bench: build

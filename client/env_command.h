@@ -5,9 +5,9 @@
 
 #include <ostream>
 
-namespace mixtrain::cli {
+#include "output_format.h"
 
-enum class OutputFormat { kTable, kJson };
+namespace mixtrain::cli {
 
 // Prints the build and machine report; returns the process exit code (0).
 int run_env_command(OutputFormat format, std::ostream& out);

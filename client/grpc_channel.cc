@@ -40,8 +40,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> make_coordinator_channel(
 
 void prepare_call(grpc::ClientContext& context, const std::string& token,
                   std::chrono::milliseconds timeout) {
-  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+  prepare_stream_call(context, token);
   context.set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
+void prepare_stream_call(grpc::ClientContext& context, const std::string& token) {
+  if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
 }
 
 }  // namespace mixtrain::cli

@@ -30,4 +30,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> make_coordinator_channel(
 void prepare_call(grpc::ClientContext& context, const std::string& token,
                   std::chrono::milliseconds timeout);
 
+// For a long-lived stream (WatchJob, `logs -f`, the worker's task stream):
+// sets only the bearer token; the channel's keepalive notices a dead peer.
+void prepare_stream_call(grpc::ClientContext& context, const std::string& token);
+
 }  // namespace mixtrain::cli

@@ -1,6 +1,8 @@
 // Why: entry point of the `mixtrain` CLI (DESIGN.md §3). Parses the global
-// options and dispatches to one function per subcommand. Exit codes: 0
-// success, 1 job failed, 2 bad usage, 3 coordinator unreachable.
+// options and dispatches to one function per subcommand (the service
+// commands are declared in service_cli.h). Exit codes: 0 success, 1 job
+// failed or cancelled, 2 bad usage or an invalid spec, 3 coordinator
+// unreachable or not authorized.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,12 +11,14 @@
 #include "env_command.h"
 #include "export_command.h"
 #include "sample_command.h"
+#include "service_cli.h"
 #include "train_command.h"
 
 int main(int argc, char** argv) {
   using mixtrain::cli::OutputFormat;
   CLI::App app{"mixtrain: distributed mixed-precision training"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand: `mixtrain jobs -o json`
   OutputFormat format = OutputFormat::kTable;
   app.add_option("-o,--output", format, "output format: table or json")
       ->transform(CLI::CheckedTransformer(
@@ -55,18 +59,23 @@ int main(int argc, char** argv) {
                     "local data-parallel ranks (default: the spec's resources.workers)");
   train_args.argv.assign(argv, argv + argc);
 
+  mixtrain::cli::ServiceCli service(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  const bool terminal = isatty(STDOUT_FILENO) != 0;
+  if (const std::optional<int> code = service.run(format, terminal, std::cout, std::cerr)) {
+    return *code;
+  }
   if (env->parsed()) return mixtrain::cli::run_env_command(format, std::cout);
   if (export_cmd->parsed()) return mixtrain::cli::run_export_command(export_args, std::cerr);
   if (sample->parsed()) return mixtrain::cli::run_sample_command(sample_args, std::cout, std::cerr);
   if (train->parsed()) {
-    return mixtrain::cli::run_train_command(train_args, isatty(STDOUT_FILENO) != 0, std::cout,
-                                            std::cerr);
+    return mixtrain::cli::run_train_command(train_args, terminal, std::cout, std::cerr);
   }
   return 2;
 }

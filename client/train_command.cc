@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -14,34 +13,11 @@
 #include "local_ranks.h"
 #include "progress_printer.h"
 #include "run_trainer.h"
+#include "summary_file.h"
 #include "train/trainer.h"
 
 namespace mixtrain::cli {
 namespace {
-
-// Writes the summary as indented JSON to `path` (through a temporary file
-// and a rename, so a reader never sees half of it). Returns false and
-// reports to `err` when it cannot.
-bool write_summary(const TrainSummary& summary, const std::string& path, std::ostream& err) {
-  const std::string text = nlohmann::ordered_json::parse(summary.to_json().dump()).dump(2) + "\n";
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file.good()) {
-      err << "mixtrain train: cannot write --summary-json " << path << "\n";
-      return false;
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    err << "mixtrain train: cannot write --summary-json " << path << ": " << error.message()
-        << "\n";
-    return false;
-  }
-  return true;
-}
 
 // One line closing the run: what it reached and where it left its weights.
 void print_outcome(const TrainSummary& summary, const std::filesystem::path& checkpoints,
@@ -96,15 +72,8 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     return 2;
   }
   const config::JobSpec& spec = *loaded.spec;
-  if (args.summary_json) {  // found now, not after the whole run
-    std::error_code error;
-    const std::filesystem::path parent =
-        std::filesystem::absolute(*args.summary_json, error).parent_path();
-    if (!std::filesystem::is_directory(parent, error)) {
-      err << "mixtrain train: cannot write --summary-json " << *args.summary_json
-          << ": no directory " << parent.string() << "\n";
-      return 2;
-    }
+  if (args.summary_json && !summary_path_usable(*args.summary_json, "mixtrain train", err)) {
+    return 2;  // found now, not after the whole run
   }
 
   const int world_size = args.nproc.value_or(static_cast<int>(spec.resources.workers));
@@ -158,7 +127,12 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
   if (group.store) exchange_rank_summaries(group, summary, err);
   if (!leader) return exit_code;
   print_outcome(summary, trainer->checkpoint_dir(), out);
-  if (args.summary_json && !write_summary(summary, *args.summary_json, err)) exit_code = 1;
+  if (args.summary_json &&
+      !write_summary_file(*args.summary_json,
+                          nlohmann::ordered_json::parse(summary.to_json().dump()).dump(2),
+                          "mixtrain train", err)) {
+    exit_code = 1;
+  }
   return exit_code;
 }
 

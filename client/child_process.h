@@ -1,0 +1,48 @@
+// Why: `mixtrain train --nproc` starts its ranks and `mixtrain local` its
+// coordinator and workers the same way: posix_spawn with an explicit
+// environment and stdout/stderr sent where the caller says, then waiting
+// for children with a deadline. One implementation serves both.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mixtrain::cli {
+
+// Where a child's output goes; an empty path keeps this process's stream.
+struct ChildOutput {
+  std::string stdout_path;  // opened write-only (appending, created 0600 if missing)
+  std::string stderr_path;
+};
+
+// This process's environment without the entries whose name starts with
+// one of `drop_prefixes`, after the `first` entries ("NAME=value").
+std::vector<std::string> child_environment(const std::vector<std::string>& first,
+                                           const std::vector<std::string_view>& drop_prefixes);
+
+// "OMP_NUM_THREADS=k" giving each of `processes` children an equal share
+// of this machine's cores, or an empty list when OMP_NUM_THREADS is set
+// (the user's choice then reaches the children unchanged).
+std::vector<std::string> shared_cores_environment(int processes);
+
+// Starts `path` with `argv` (argv[0] included) and `env`. Returns the pid,
+// or -1 with `error` set to why (strerror text).
+pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,
+                  const std::vector<std::string>& env, const ChildOutput& output,
+                  std::string& error);
+
+// How a child ended.
+struct EndedChild {
+  pid_t pid = -1;  // -1: none ended before the deadline (or there is no such child)
+  int exit_code = 0;
+  int signal = 0;  // nonzero when a signal ended it (exit_code is then 1)
+};
+
+// Reaps child `pid` (-1: any child) once it ends, polling until `deadline`.
+EndedChild wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline);
+
+}  // namespace mixtrain::cli

@@ -1,0 +1,110 @@
+// Why: see job_commands.h.
+#include "job_commands.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "job_view.h"
+#include "text_table.h"
+
+namespace mixtrain::cli {
+namespace {
+
+// "hh:mm:ss" in local time, for the event history.
+std::string clock_time(int64_t unix_ms) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[16];
+  std::strftime(text, sizeof(text), "%H:%M:%S", &local);
+  return text;
+}
+
+std::string join(const google::protobuf::RepeatedPtrField<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out.empty() ? "-" : out;
+}
+
+void print_status_table(const v1::Job& job, std::ostream& out) {
+  const v1::Progress& p = job.progress();
+  char progress[256];
+  if (p.step() == 0) {
+    std::snprintf(progress, sizeof(progress), "0/%lld steps", static_cast<long long>(p.steps()));
+  } else {
+    std::snprintf(progress, sizeof(progress),
+                  "step %lld/%lld  loss %.4f  val loss %.4f  scale %g  overflows %lld  %.0f tok/s",
+                  static_cast<long long>(p.step()), static_cast<long long>(p.steps()),
+                  p.train_loss(), p.val_loss(), p.loss_scale(),
+                  static_cast<long long>(p.overflow_steps()), p.tokens_per_second());
+  }
+  out << "id        " << job.id() << "\n"
+      << "name      " << job.name() << "\n"
+      << "state     " << state_name(job.state()) << "\n"
+      << "attempt   " << job.attempt() << " (" << job.restarts() << " restarts)\n"
+      << "progress  " << progress << "\n"
+      << "workers   " << join(job.workers()) << "\n"
+      << "message   " << (job.message().empty() ? "-" : job.message()) << "\n"
+      << "age       " << format_age(job.created_unix_ms()) << "\n";
+  if (job.events_size() > 0) out << "events\n";
+  for (const v1::JobEvent& event : job.events()) {
+    out << "  " << clock_time(event.unix_ms()) << "  " << state_name(event.state());
+    if (!event.message().empty()) out << "  " << event.message();
+    out << "\n";
+  }
+  print_summary_table(parse_summary(job.summary_json()), out);
+}
+
+}  // namespace
+
+int run_jobs_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
+                     std::ostream& err) {
+  v1::ListJobsResponse response;
+  const grpc::Status status = client.call(&v1::JobService::Stub::ListJobs, {}, response);
+  if (!status.ok()) return client.report(status, "", err);
+  if (format == OutputFormat::kJson) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const v1::Job& job : response.jobs()) list.push_back(job_json(job, false));
+    out << list.dump(2) << "\n";
+    return kExitOk;
+  }
+  TextTable table({"ID", "NAME", "STATE", "ATTEMPT", "STEP/STEPS", "AGE", "MESSAGE"});
+  for (const v1::Job& job : response.jobs()) {
+    table.add_row(
+        {job.id(), job.name(), state_name(job.state()), std::to_string(job.attempt()),
+         std::to_string(job.progress().step()) + "/" + std::to_string(job.progress().steps()),
+         format_age(job.created_unix_ms()), trim_cell(job.message(), 48)});
+  }
+  table.print(out);
+  return kExitOk;
+}
+
+int run_status_command(CoordinatorClient& client, const std::string& id, OutputFormat format,
+                       std::ostream& out, std::ostream& err) {
+  v1::Job job;
+  const grpc::Status status = client.get_job(id, job);
+  if (!status.ok()) return client.report(status, id, err);
+  if (format == OutputFormat::kJson) {
+    out << job_json(job, true).dump(2) << "\n";
+  } else {
+    print_status_table(job, out);
+  }
+  return kExitOk;
+}
+
+int run_cancel_command(CoordinatorClient& client, const std::string& id, OutputFormat format,
+                       std::ostream& out, std::ostream& err) {
+  v1::CancelJobRequest request;
+  request.set_id(id);
+  v1::Job job;
+  const grpc::Status status = client.call(&v1::JobService::Stub::CancelJob, request, job);
+  if (!status.ok()) return client.report(status, id, err);
+  if (format == OutputFormat::kJson) {
+    out << job_json(job, false).dump(2) << "\n";
+  } else {
+    out << job.id() << " " << state_name(job.state()) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace mixtrain::cli

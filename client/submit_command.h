@@ -1,0 +1,33 @@
+// Why: `mixtrain submit JOB.yaml [--follow]` (DESIGN.md §3) hands a job to
+// the coordinator, which validates it exactly as `mixtrain train` would and
+// names every problem; with --follow it then watches the job to its end.
+#pragma once
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+
+#include "coordinator_client.h"
+
+namespace mixtrain::cli {
+
+struct SubmitCommandArgs {
+  std::string spec_path;
+  bool follow = false;
+};
+
+// Submits the spec file at `path` (named by its file name in the
+// coordinator's messages) and sets `id`. Returns 0, or the exit code
+// after printing why to `err`: 2 for an unreadable file or an invalid spec
+// (the coordinator's message lines), else as CoordinatorClient::report.
+int submit_job_file(CoordinatorClient& client, const std::filesystem::path& path, std::string& id,
+                    std::ostream& err);
+
+// Submits and prints the id ("submitted ID", or {"id": "ID"} with -o
+// json); with --follow, follows the job (job_follower.h; the id line then
+// goes to `err` in JSON form so that `out` holds one document) and returns
+// 0 when it succeeded, 1 when it failed or was cancelled.
+int run_submit_command(CoordinatorClient& client, const SubmitCommandArgs& args,
+                       OutputFormat format, bool terminal, std::ostream& out, std::ostream& err);
+
+}  // namespace mixtrain::cli

@@ -1,0 +1,86 @@
+// Why: see workers_command.h.
+#include "workers_command.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "job_view.h"
+#include "text_table.h"
+
+namespace mixtrain::cli {
+namespace {
+
+// "IDLE", "BUSY", "LOST" ("UNSPECIFIED" for a state this CLI does not know).
+std::string state_name(v1::WorkerState state) {
+  const std::string& name = v1::WorkerState_Name(state);  // "WORKER_STATE_IDLE"
+  return name.empty() ? "UNSPECIFIED" : name.substr(std::string_view("WORKER_STATE_").size());
+}
+
+// "cpu", "cuda", or "-" when the worker did not say.
+std::string backend_name(v1::Backend backend) {
+  if (backend == v1::BACKEND_CPU) return "cpu";
+  return backend == v1::BACKEND_CUDA ? "cuda" : "-";
+}
+
+// "job/attempt/rank" of the task a busy worker runs; "-" when idle.
+std::string task_name(const v1::Worker& worker) {
+  if (!worker.has_task()) return "-";
+  return worker.task().job_id() + "/a" + std::to_string(worker.task().attempt()) + "/r" +
+         std::to_string(worker.task().rank());
+}
+
+std::string gibibytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
+nlohmann::ordered_json worker_json(const v1::Worker& worker) {
+  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+  for (const v1::CudaDevice& device : worker.resources().cuda_devices()) {
+    devices.push_back({{"index", device.index()},
+                       {"name", device.name()},
+                       {"memory_bytes", device.memory_bytes()}});
+  }
+  return {{"id", worker.id()},
+          {"hostname", worker.hostname()},
+          {"state", state_name(worker.state())},
+          {"backend", backend_name(worker.resources().backend())},
+          {"cpu_cores", worker.resources().cpu_cores()},
+          {"memory_bytes", worker.resources().memory_bytes()},
+          {"cuda_devices", std::move(devices)},
+          {"metrics_address", worker.metrics_address()},
+          {"task", worker.has_task() ? nlohmann::ordered_json(task_name(worker)) : nullptr},
+          {"registered_unix_ms", worker.registered_unix_ms()},
+          {"last_heartbeat_unix_ms", worker.last_heartbeat_unix_ms()}};
+}
+
+}  // namespace
+
+int run_workers_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
+                        std::ostream& err) {
+  v1::ListWorkersResponse response;
+  const grpc::Status status = client.call(&v1::JobService::Stub::ListWorkers, {}, response);
+  if (!status.ok()) return client.report(status, "", err);
+  if (format == OutputFormat::kJson) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const v1::Worker& worker : response.workers()) list.push_back(worker_json(worker));
+    out << list.dump(2) << "\n";
+    return kExitOk;
+  }
+  TextTable table({"ID", "HOST", "STATE", "BACKEND", "CORES", "MEMORY", "TASK", "LAST SEEN"});
+  for (const v1::Worker& worker : response.workers()) {
+    const v1::Resources& resources = worker.resources();
+    std::string backend = backend_name(resources.backend());
+    if (resources.cuda_devices_size() > 0) {
+      backend += " (" + std::to_string(resources.cuda_devices_size()) + " GPU)";
+    }
+    table.add_row({worker.id(), worker.hostname(), state_name(worker.state()), backend,
+                   std::to_string(resources.cpu_cores()), gibibytes(resources.memory_bytes()),
+                   task_name(worker), format_age(worker.last_heartbeat_unix_ms()) + " ago"});
+  }
+  table.print(out);
+  return kExitOk;
+}
+
+}  // namespace mixtrain::cli

@@ -1,0 +1,20 @@
+// Why: `mixtrain workers` shows the worker agents the coordinator knows:
+// whether each is idle, busy (and with what) or lost, what it trains on,
+// and when it was last heard from.
+#pragma once
+
+#include <ostream>
+
+#include "coordinator_client.h"
+
+namespace mixtrain::cli {
+
+// A table (ID, HOST, STATE, BACKEND, CORES, MEMORY, TASK, LAST SEEN) or a
+// JSON list of {"id","hostname","state","backend","cpu_cores",
+// "memory_bytes","cuda_devices","metrics_address","task",
+// "registered_unix_ms","last_heartbeat_unix_ms"}. Returns 0 or
+// CoordinatorClient::report's exit code.
+int run_workers_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
+                        std::ostream& err);
+
+}  // namespace mixtrain::cli

@@ -1,0 +1,207 @@
+// Why: what the service commands print is a contract (DESIGN.md §3, §5):
+// exit codes for each kind of failed call, the JSON keys scripts read, the
+// state names, and tables that line up. These pin it without a coordinator.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "coordinator_client.h"
+#include "job_view.h"
+#include "logs_command.h"
+#include "reconnect_backoff.h"
+#include "text_table.h"
+
+namespace mixtrain::cli {
+namespace {
+
+CoordinatorClient client_at(const std::string& address) {
+  ServiceOptions options;
+  options.coordinator = address;
+  absl::StatusOr<CoordinatorClient> client = CoordinatorClient::connect(options);
+  EXPECT_TRUE(client.ok());
+  return *client;
+}
+
+TEST(CoordinatorClientTest, ReportMapsEachFailureToItsExitCode) {
+  CoordinatorClient client = client_at("127.0.0.1:9");
+  struct Case {
+    grpc::StatusCode code;
+    int exit_code;
+    std::string says;
+  };
+  const Case cases[] = {
+      {grpc::StatusCode::UNAVAILABLE, 3, "mixtrain: cannot reach the coordinator at 127.0.0.1:9"},
+      {grpc::StatusCode::DEADLINE_EXCEEDED, 3, "cannot reach the coordinator"},
+      {grpc::StatusCode::UNAUTHENTICATED, 3, "not authorized (check --token / MIXTRAIN_TOKEN)"},
+      {grpc::StatusCode::PERMISSION_DENIED, 3, "not authorized"},
+      {grpc::StatusCode::NOT_FOUND, 2, "mixtrain: no job j-7\n"},
+      {grpc::StatusCode::INVALID_ARGUMENT, 2, "job.yaml:3: model.heads: bad\njob.yaml:4: x: y\n"},
+      {grpc::StatusCode::FAILED_PRECONDITION, 2, "mixtrain: job.yaml:3: model.heads: bad"},
+      {grpc::StatusCode::UNIMPLEMENTED, 1, "does not serve this call"},
+      {grpc::StatusCode::INTERNAL, 1, "failed the call"},
+  };
+  for (const Case& c : cases) {
+    std::ostringstream err;
+    const int code = client.report(
+        grpc::Status(c.code, "job.yaml:3: model.heads: bad\njob.yaml:4: x: y"), "j-7", err);
+    EXPECT_EQ(code, c.exit_code) << static_cast<int>(c.code);
+    EXPECT_NE(err.str().find(c.says), std::string::npos) << err.str();
+  }
+}
+
+TEST(CoordinatorClientTest, UnreadableCaFileIsRefused) {
+  ServiceOptions options;
+  options.tls_ca = "/no/such/ca.pem";
+  const absl::StatusOr<CoordinatorClient> client = CoordinatorClient::connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_NE(client.status().message().find("/no/such/ca.pem"), std::string::npos);
+}
+
+TEST(CoordinatorClientTest, TransientCodesAreTheConnectionOnes) {
+  EXPECT_TRUE(is_transient(grpc::StatusCode::UNAVAILABLE));
+  EXPECT_TRUE(is_transient(grpc::StatusCode::CANCELLED));
+  EXPECT_FALSE(is_transient(grpc::StatusCode::UNAUTHENTICATED));
+  EXPECT_FALSE(is_transient(grpc::StatusCode::NOT_FOUND));
+}
+
+TEST(JobViewTest, StateNamesAreDesignNames) {
+  EXPECT_EQ(state_name(v1::JOB_STATE_QUEUED), "QUEUED");
+  EXPECT_EQ(state_name(v1::JOB_STATE_RUNNING), "RUNNING");
+  EXPECT_EQ(state_name(v1::JOB_STATE_SUCCEEDED), "SUCCEEDED");
+  EXPECT_EQ(state_name(v1::JOB_STATE_FAILED), "FAILED");
+  EXPECT_EQ(state_name(v1::JOB_STATE_CANCELLED), "CANCELLED");
+  EXPECT_FALSE(is_final(v1::JOB_STATE_RUNNING));
+  EXPECT_TRUE(is_final(v1::JOB_STATE_CANCELLED));
+}
+
+v1::Job sample_job() {
+  v1::Job job;
+  job.set_id("j-1");
+  job.set_name("demo");
+  job.set_state(v1::JOB_STATE_SUCCEEDED);
+  job.set_attempt(2);
+  job.set_restarts(1);
+  job.mutable_progress()->set_step(600);
+  job.mutable_progress()->set_steps(600);
+  job.add_workers("w-1");
+  job.add_workers("w-2");
+  v1::JobEvent* event = job.add_events();
+  event->set_state(v1::JOB_STATE_QUEUED);
+  event->set_message("submitted");
+  job.set_summary_json(R"({"name": "demo", "status": "succeeded", "steps": 600,
+      "final_train_loss": 0.39, "ranks": [{"rank": 0, "memory_bytes":
+      {"device": {"peak": 2097152}, "host": {"peak": 0}}}]})");
+  return job;
+}
+
+TEST(JobViewTest, JobJsonHasTheDesignKeys) {
+  const nlohmann::ordered_json listed = job_json(sample_job(), /*details=*/false);
+  for (const char* key : {"id", "name", "state", "attempt", "step", "steps", "workers"}) {
+    EXPECT_TRUE(listed.contains(key)) << key;
+  }
+  EXPECT_FALSE(listed.contains("summary"));
+  EXPECT_EQ(listed["state"], "SUCCEEDED");
+  EXPECT_EQ(listed["workers"], nlohmann::ordered_json({"w-1", "w-2"}));
+
+  const nlohmann::ordered_json status = job_json(sample_job(), /*details=*/true);
+  EXPECT_EQ(status["summary"]["status"], "succeeded");
+  EXPECT_EQ(status["events"][0]["state"], "QUEUED");
+  EXPECT_EQ(status["restarts"], 1);
+}
+
+TEST(JobViewTest, SummaryIsNullBeforeTheEndOrWhenUnreadable) {
+  EXPECT_TRUE(parse_summary("").is_null());
+  EXPECT_TRUE(parse_summary("{not json").is_null());
+  v1::Job queued = sample_job();
+  queued.clear_summary_json();
+  EXPECT_TRUE(job_json(queued, true)["summary"].is_null());
+}
+
+TEST(JobViewTest, SummaryTableShowsLossesAndPeaks) {
+  std::ostringstream out;
+  print_summary_table(parse_summary(sample_job().summary_json()), out);
+  EXPECT_NE(out.str().find("final train loss   0.3900"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("final val loss     -"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("rank 0 peak memory  device 2.0 MiB, host 0 B"), std::string::npos)
+      << out.str();
+  std::ostringstream nothing;
+  print_summary_table(nullptr, nothing);
+  EXPECT_EQ(nothing.str(), "");
+}
+
+TEST(JobViewTest, AgeOfNothingIsADash) { EXPECT_EQ(format_age(0), "-"); }
+
+TEST(TextTableTest, ColumnsLineUpWithoutTrailingSpaces) {
+  TextTable table({"ID", "STATE", "MESSAGE"});
+  table.add_row({"j-1", "QUEUED", ""});
+  table.add_row({"j-100", "RUNNING", "ok"});
+  std::ostringstream out;
+  table.print(out);
+  EXPECT_EQ(out.str(),
+            "ID     STATE    MESSAGE\n"
+            "j-1    QUEUED\n"
+            "j-100  RUNNING  ok\n");
+}
+
+TEST(TextTableTest, TrimCellCutsLongAndMultiLineText) {
+  EXPECT_EQ(trim_cell("short", 10), "short");
+  EXPECT_EQ(trim_cell("a rather long message", 10), "a rathe...");
+  EXPECT_EQ(trim_cell("first line\nsecond", 40), "first line...");
+}
+
+v1::LogLine log_line(int64_t unix_ms, int rank, const std::string& text) {
+  v1::LogLine line;
+  line.set_attempt(1);
+  line.set_rank(rank);
+  line.set_unix_ms(unix_ms);
+  line.set_text(text);
+  return line;
+}
+
+TEST(LogCursorTest, AReconnectedStreamPrintsOnlyNewLines) {
+  LogCursor cursor;
+  EXPECT_TRUE(cursor.empty());
+  cursor.restart();
+  EXPECT_TRUE(cursor.accept(log_line(100, 0, "a")));
+  EXPECT_TRUE(cursor.accept(log_line(200, 0, "b")));
+  EXPECT_TRUE(cursor.accept(log_line(200, 1, "c")));
+  // The coordinator restarted; the new stream resends the stored tail.
+  cursor.restart();
+  EXPECT_FALSE(cursor.accept(log_line(100, 0, "a")));
+  EXPECT_FALSE(cursor.accept(log_line(200, 0, "b")));
+  EXPECT_FALSE(cursor.accept(log_line(200, 1, "c")));
+  EXPECT_TRUE(cursor.accept(log_line(200, 0, "d")));  // same time, after the last one printed
+  EXPECT_TRUE(cursor.accept(log_line(300, 0, "e")));
+  // A stream whose tail no longer holds the last printed line.
+  cursor.restart();
+  EXPECT_FALSE(cursor.accept(log_line(250, 0, "old")));
+  EXPECT_TRUE(cursor.accept(log_line(400, 0, "f")));
+}
+
+TEST(ReconnectBackoffTest, DoublesToFiveSecondsAndResetsWhenHeard) {
+  ReconnectBackoff backoff(std::chrono::seconds(60));
+  EXPECT_TRUE(backoff.connected());
+  std::vector<int64_t> waits;
+  for (int i = 0; i < 6; ++i) {
+    waits.push_back(
+        std::chrono::duration_cast<std::chrono::milliseconds>(*backoff.next_wait()).count());
+  }
+  EXPECT_EQ(waits, (std::vector<int64_t>{500, 1000, 2000, 4000, 5000, 5000}));
+  EXPECT_FALSE(backoff.connected());
+  backoff.heard();
+  EXPECT_TRUE(backoff.connected());
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(*backoff.next_wait()).count(),
+            500);
+}
+
+TEST(ReconnectBackoffTest, GivesUpAfterTheLimit) {
+  ReconnectBackoff backoff(std::chrono::seconds(0));
+  ASSERT_TRUE(backoff.next_wait().has_value());  // the first loss starts the clock
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(backoff.next_wait().has_value());
+}
+
+}  // namespace
+}  // namespace mixtrain::cli
