@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <random>
 #include <utility>
+
+#include "ids.h"
 
 namespace mixtrain::server {
 namespace {
@@ -56,21 +56,6 @@ constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
 constexpr std::string_view kJobColumns =
     "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
     "restarts, progress, summary_json FROM jobs ";
-
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// 16 hex digits from the OS's random source: unique without coordination.
-std::string new_job_id() {
-  std::random_device random;
-  const uint64_t bits = (uint64_t{random()} << 32) | random();
-  char id[17];
-  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(bits));
-  return id;
-}
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -160,7 +145,7 @@ absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::strin
                                                int64_t steps) {
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
-  const std::string id = new_job_id();
+  const std::string id = random_id("", 16);
   ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
   ASSIGN_OR_RETURN(insert,
                    db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "coordinator_server.h"
 
 namespace {
@@ -79,7 +80,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--worker-timeout-seconds", worker_timeout_seconds,
                  "a worker silent this long is lost and its rank's attempt fails")
-      ->check(CLI::PositiveNumber)
+      ->check(
+          [](const std::string& value) -> std::string {
+            double seconds = 0;
+            return absl::SimpleAtod(value, &seconds) && seconds > 0 && seconds <= 86400
+                       ? ""
+                       : "expected seconds, more than 0 and at most 86400, got '" + value + "'";
+          },
+          "SECONDS")
       ->capture_default_str();
   try {
     app.parse(argc, argv);

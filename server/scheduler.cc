@@ -5,30 +5,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <random>
 
+#include "ids.h"
 #include "job_proto.h"
 #include "job_spec_yaml.h"
 #include "summary_merge.h"
 
 namespace mixtrain::server {
 namespace {
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// "w-" and 12 random hex digits: unique across coordinator restarts.
-std::string new_worker_id() {
-  std::random_device random;
-  const uint64_t bits = (uint64_t{random()} << 32) | random();
-  char id[16];
-  std::snprintf(id, sizeof(id), "w-%012llx",
-                static_cast<unsigned long long>(bits & 0xffffffffffffULL));
-  return id;
-}
 
 std::string backend_name(config::BackendChoice backend) {
   switch (backend) {
@@ -69,7 +53,7 @@ absl::Status Scheduler::start() {
   if (!jobs.ok()) return jobs.status();
   {
     absl::MutexLock lock(&mu_);
-    const int64_t deadline = now_ms() + options_.worker_timeout.count();
+    const int64_t deadline = now_unix_ms() + options_.worker_timeout.count();
     for (const JobRecord& job : *jobs) {
       if (job.state != v1::JOB_STATE_RUNNING) continue;
       const absl::StatusOr<Needs> needs = needs_locked(job);
@@ -131,7 +115,7 @@ absl::StatusOr<Scheduler::Needs> Scheduler::needs_locked(const JobRecord& job) {
 }
 
 void Scheduler::tick_locked() {
-  const int64_t now = now_ms();
+  const int64_t now = now_unix_ms();
   for (WorkerEntry* worker : workers_.all()) {
     v1::Worker& info = worker->worker;
     if (info.state() == v1::WORKER_STATE_LOST) continue;
@@ -225,7 +209,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
       "started on " + std::to_string(workers.size()) + " worker" + (workers.size() == 1 ? "" : "s"),
       details);
   if (!started.ok()) return;
-  const int64_t now = now_ms();
+  const int64_t now = now_unix_ms();
   if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
 
   Attempt& attempt = running_[job.id];
@@ -293,7 +277,7 @@ void Scheduler::end_attempt_locked(const std::string& job_id, const std::string&
     if (free_workers_now || worker->worker.state() == v1::WORKER_STATE_LOST) {
       WorkerRegistry::release(*worker);
     } else {
-      worker->release_at_ms = now_ms() + options_.worker_timeout.count();
+      worker->release_at_ms = now_unix_ms() + options_.worker_timeout.count();
     }
   }
   rendezvous_->drop_scope(rendezvous_scope(job_id, attempt.attempt));
@@ -352,8 +336,8 @@ void Scheduler::task_vanished_locked(WorkerEntry& worker, const std::string& how
 v1::RegisterResponse Scheduler::register_worker(const v1::RegisterRequest& request) {
   absl::MutexLock lock(&mu_);
   const std::string id =
-      request.previous_worker_id().empty() ? new_worker_id() : request.previous_worker_id();
-  WorkerEntry& worker = workers_.upsert(id, request, now_ms());
+      request.previous_worker_id().empty() ? random_id("w-", 12) : request.previous_worker_id();
+  WorkerEntry& worker = workers_.upsert(id, request, now_unix_ms());
   const bool was_lost = worker.worker.state() == v1::WORKER_STATE_LOST;
   if (was_lost) WorkerRegistry::release(worker);
   worker.worker.set_state(worker.worker.has_task() ? v1::WORKER_STATE_BUSY : v1::WORKER_STATE_IDLE);
@@ -393,7 +377,7 @@ v1::HeartbeatResponse Scheduler::heartbeat(const v1::HeartbeatRequest& request) 
     response.set_reregister(true);
     return response;
   }
-  worker->worker.set_last_heartbeat_unix_ms(now_ms());
+  worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
   std::set<std::pair<std::string, int32_t>> listed;
   bool lists_own_task = false;
   for (const v1::RunningTask& task : request.running()) {
@@ -435,7 +419,7 @@ absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request
     return absl::OkStatus();  // a stale report of an earlier task
   }
   worker->task_acknowledged = true;
-  worker->worker.set_last_heartbeat_unix_ms(now_ms());
+  worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
   if (is_final_outcome(request.outcome())) {
     WorkerRegistry::release(*worker);
     dirty_ = true;
@@ -443,7 +427,7 @@ absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request
   Attempt* attempt = attempt_of_locked(task, request.worker_id());
   if (attempt == nullptr) return absl::OkStatus();  // the job no longer runs
   Rank& rank = attempt->ranks[task.rank()];
-  const int64_t now = now_ms();
+  const int64_t now = now_unix_ms();
   if (task.rank() == 0 && request.has_progress() &&
       (is_final_outcome(request.outcome()) || now - attempt->last_progress_ms >= 1000)) {
     attempt->last_progress_ms = now;

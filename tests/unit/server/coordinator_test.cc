@@ -3,11 +3,7 @@
 // requeues them when one does not), submitted specs only name files inside
 // the data root, WatchJob and StreamLogs follow a job to its end, the HTTP
 // endpoints show metrics and live workers, and TLS works end to end.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -15,6 +11,7 @@
 #include <sstream>
 
 #include "cluster_fixture.h"
+#include "http_get.h"
 
 namespace mixtrain::server {
 namespace {
@@ -22,6 +19,7 @@ namespace {
 using testing_support::call_context;
 using testing_support::ClusterTest;
 using testing_support::FakeWorker;
+using testing_support::http_body;
 using testing_support::kClientToken;
 using testing_support::kJoinToken;
 using testing_support::spec;
@@ -224,25 +222,6 @@ TEST_F(StreamTest, FollowingStreamsEndWhenTheCoordinatorShutsDown) {
   EXPECT_FALSE(reader->Read(&line));
   EXPECT_FALSE(watcher->Read(&update));
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(3));
-}
-
-// The body of "GET `path`" on 127.0.0.1:`port`.
-std::string http_body(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
-  close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
 using HttpTest = ClusterTest;
