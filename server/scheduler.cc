@@ -157,7 +157,10 @@ void Scheduler::schedule_locked() {
   }
   for (const JobRecord& job : *jobs) {
     if (job.state != v1::JOB_STATE_QUEUED) {
-      if (is_final_state(job.state)) needs_.erase(job.id);
+      if (is_final_state(job.state)) {
+        needs_.erase(job.id);
+        last_failure_.erase(job.id);
+      }
       continue;
     }
     const absl::StatusOr<Needs> needs = needs_locked(job);
@@ -190,11 +193,12 @@ void Scheduler::schedule_locked() {
     }
     const std::string kind = backend_name(needs->backend);
     const std::string message =
-        registered < needs->workers
-            ? "asks for " + std::to_string(needs->workers) + " " + kind + "workers, only " +
-                  std::to_string(registered) + " registered"
-            : "waiting for " + std::to_string(needs->workers) + " idle " + kind + "workers, " +
-                  std::to_string(chosen.size()) + " idle now";
+        (registered < needs->workers
+             ? "asks for " + std::to_string(needs->workers) + " " + kind + "workers, only " +
+                   std::to_string(registered) + " registered"
+             : "waiting for " + std::to_string(needs->workers) + " idle " + kind + "workers, " +
+                   std::to_string(chosen.size()) + " idle now") +
+        after_failure_locked(job.id);
     if (job.message != message) store_->set_message(job.id, message).IgnoreError();
   }
 }
@@ -204,10 +208,11 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
   TransitionDetails details;
   for (WorkerEntry* worker : workers) details.workers.push_back(worker->worker.id());
   const absl::StatusOr<std::vector<JobEventRecord>> events = store_->events(job.id);
-  const absl::StatusOr<JobRecord> started = store_->transition(
-      job.id, v1::JOB_STATE_RUNNING,
-      "started on " + std::to_string(workers.size()) + " worker" + (workers.size() == 1 ? "" : "s"),
-      details);
+  const absl::StatusOr<JobRecord> started =
+      store_->transition(job.id, v1::JOB_STATE_RUNNING,
+                         "started on " + std::to_string(workers.size()) + " worker" +
+                             (workers.size() == 1 ? "" : "s") + after_failure_locked(job.id),
+                         details);
   if (!started.ok()) return;
   const int64_t now = now_unix_ms();
   if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
@@ -236,6 +241,11 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
     task.set_data_root(options_.data_root);
     outbox_->send(worker.worker.id(), std::move(command));
   }
+}
+
+std::string Scheduler::after_failure_locked(const std::string& job_id) const {
+  const auto failure = last_failure_.find(job_id);
+  return failure == last_failure_.end() ? "" : " (after " + failure->second + ")";
 }
 
 Scheduler::Attempt* Scheduler::attempt_of_locked(const v1::RunningTask& task,
@@ -301,6 +311,7 @@ void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string
                              std::to_string(max_restarts))
             .ok()) {
       metrics_->job_restarted();
+      last_failure_[job_id] = failed;
     }
   } else {
     store_

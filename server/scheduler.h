@@ -113,6 +113,9 @@ class Scheduler {
   void end_attempt_locked(const std::string& job_id, const std::string& reason,
                           bool free_workers_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void succeed_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // " (after attempt N failed: ...)" for a restarted job, else "".
+  std::string after_failure_locked(const std::string& job_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The attempt running `task` on `worker_id`, or nullptr.
   Attempt* attempt_of_locked(const v1::RunningTask& task, const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -133,7 +136,10 @@ class Scheduler {
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Attempt> running_ ABSL_GUARDED_BY(mu_);  // by job id
   std::map<std::string, Needs> needs_ ABSL_GUARDED_BY(mu_);      // by job id, parsed once
-  bool dirty_ ABSL_GUARDED_BY(mu_) = true;                       // something to schedule
+  // The cause of the latest failed attempt of a requeued job, shown in its
+  // messages until it finishes (the events keep every cause).
+  std::map<std::string, std::string> last_failure_ ABSL_GUARDED_BY(mu_);
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // something to schedule
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

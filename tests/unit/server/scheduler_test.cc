@@ -171,6 +171,11 @@ TEST_F(SchedulerTest, SilentWorkerBecomesLostAndItsJobIsRequeued) {
   const std::string requeued = last_event_message(id, v1::JOB_STATE_QUEUED);
   EXPECT_NE(requeued.find("rank 1 on worker " + second->id() + " was lost"), std::string::npos)
       << requeued;
+  // While it waits, its message still says why it was restarted.
+  EXPECT_NE(job(id).message().find("only 1 registered (after attempt 1 failed: rank 1 on worker " +
+                                   second->id() + " was lost"),
+            std::string::npos)
+      << job(id).message();
   v1::ListWorkersResponse workers;
   ASSERT_TRUE(jobs_
                   ->ListWorkers(testing_support::call_context(testing_support::kClientToken).get(),
@@ -204,6 +209,36 @@ TEST_F(SchedulerTest, CancellingARunningJobCancelsEveryRank) {
   const std::string next = submit(spec(2));
   EXPECT_EQ(first->next_start().job_id(), next);
   EXPECT_EQ(second->next_start().job_id(), next);
+}
+
+TEST_F(SchedulerTest, RendezvousScopeIsDroppedWhenTheAttemptEnds) {
+  auto w = worker();
+  const std::string id = submit(spec(1));
+  const v1::Task task = w->next_start();
+  v1::StoreSetRequest set;
+  set.set_scope(task.rendezvous_scope());
+  set.set_key("addr");
+  set.set_value("x");
+  v1::StoreSetResponse set_response;
+  ASSERT_TRUE(w->stub()
+                  .StoreSet(testing_support::call_context(testing_support::kJoinToken).get(), set,
+                            &set_response)
+                  .ok());
+  v1::StoreGetRequest get;
+  get.set_scope(task.rendezvous_scope());
+  get.set_key("addr");
+  v1::StoreGetResponse got;
+  ASSERT_TRUE(
+      w->stub()
+          .StoreGet(testing_support::call_context(testing_support::kJoinToken).get(), get, &got)
+          .ok());
+  ASSERT_TRUE(w->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  await_state(id, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(
+      w->stub()
+          .StoreGet(testing_support::call_context(testing_support::kJoinToken).get(), get, &got)
+          .error_code(),
+      grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 TEST_F(SchedulerTest, StaleReportOfAnEarlierAttemptIsIgnored) {
