@@ -39,10 +39,10 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
       absl::MutexLock lock(&mu_);
       if (finishing_) return;
       finishing_ = true;
-      status_ = std::move(status);
+      status_ = status;
       if (writing_) return;
     }
-    this->Finish(status_);
+    this->Finish(std::move(status));
   }
 
  protected:
@@ -57,6 +57,7 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
     on_written(current_, ok);
     bool finish_now = false;
     bool write_next = false;
+    grpc::Status status;
     {
       absl::MutexLock lock(&mu_);
       if (!ok) {
@@ -67,6 +68,7 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
       if (queue_.empty()) {
         writing_ = false;
         finish_now = finishing_;
+        status = status_;
       } else {
         current_ = std::move(queue_.front());
         queue_.pop_front();
@@ -74,7 +76,7 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
       }
     }
     if (finish_now) {
-      this->Finish(status_);
+      this->Finish(std::move(status));
     } else if (write_next) {
       this->StartWrite(&current_);
     }
@@ -98,7 +100,7 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
   T current_;  // the message being written; only touched by the writer in flight
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_;  // set once, when finishing_ becomes true
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);  // set when finishing_ becomes true
 };
 
 // A stream refused before anything was written (a bad token, an unknown
