@@ -4,20 +4,75 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <nlohmann/json.hpp>
+#include <system_error>
+
 namespace mixtrain::server {
+
+CoordinatorServer::CoordinatorServer(std::unique_ptr<JobStore> store,
+                                     const CoordinatorOptions& options,
+                                     const std::filesystem::path& data_root,
+                                     const std::filesystem::path& checkpoint_root)
+    : store_(std::move(store)),
+      metrics_(MIXTRAIN_VERSION),
+      watchers_(store_.get()),
+      scheduler_(store_.get(), &rendezvous_, &outbox_, &metrics_,
+                 {options.worker_timeout, checkpoint_root.string(), data_root.string()}),
+      job_service_(store_.get(), &scheduler_, &watchers_, &metrics_, BearerAuth(options.auth_token),
+                   data_root),
+      worker_service_(&scheduler_, &outbox_, &rendezvous_, BearerAuth(options.join_token)) {}
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
     const CoordinatorOptions& options) {
+  if (!options.auth_token.empty() && options.auth_token == options.join_token) {
+    return absl::InvalidArgumentError("the clients' token and the workers' join token must differ");
+  }
+  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and its key");
+  }
+  if (options.worker_timeout.count() <= 0) {
+    return absl::InvalidArgumentError("the worker timeout must be positive");
+  }
+  std::error_code error;
+  const std::filesystem::path data_root = std::filesystem::canonical(
+      options.data_root.empty() ? std::filesystem::current_path()
+                                : std::filesystem::path(options.data_root),
+      error);
+  if (error || !std::filesystem::is_directory(data_root)) {
+    return absl::InvalidArgumentError("data root '" + options.data_root + "' is not a directory");
+  }
+  const std::filesystem::path checkpoint_root =
+      std::filesystem::absolute(options.checkpoint_root, error).lexically_normal();
+  if (error) {
+    return absl::InvalidArgumentError("checkpoint root '" + options.checkpoint_root +
+                                      "': " + error.message());
+  }
   absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::open(options.db_path);
   if (!store.ok()) return store.status();
   std::unique_ptr<CoordinatorServer> coordinator(
-      new CoordinatorServer(std::move(*store), options.auth_token));
+      new CoordinatorServer(std::move(*store), options, data_root, checkpoint_root));
+  CoordinatorServer& c = *coordinator;
+  c.store_->set_listener(&c.watchers_);
 
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::start(options.http_listen, {{"/metrics", [&c] { return c.metrics_page(); }},
+                                              {"/sd/workers", [&c] { return c.workers_page(); }}});
+  if (!http.ok()) return http.status();
+  c.http_ = std::move(*http);
+  if (absl::Status started = c.scheduler_.start(); !started.ok()) return started;
+
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({options.tls_key_pem, options.tls_cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &coordinator->port_);
-  builder.RegisterService(&coordinator->job_service_);
+  builder.AddListeningPort(options.listen, credentials, &c.port_);
+  builder.RegisterService(&c.job_service_);
+  builder.RegisterService(&c.worker_service_);
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   builder.SetMaxSendMessageSize(kMaxSendMessageBytes);
   // Ping idle connections every minute so dead peers are noticed; let
@@ -28,11 +83,46 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  coordinator->server_ = builder.BuildAndStart();
-  if (coordinator->server_ == nullptr || coordinator->port_ == 0) {
+  c.server_ = builder.BuildAndStart();
+  if (c.server_ == nullptr || c.port_ == 0) {
     return absl::UnavailableError("cannot listen on " + options.listen);
   }
   return coordinator;
+}
+
+void CoordinatorServer::shutdown() {
+  std::call_once(shut_down_, [this] {
+    // Waiting calls and streams end first: gRPC's shutdown waits for them.
+    rendezvous_.close();
+    watchers_.close();
+    outbox_.close();
+    if (server_ != nullptr) {
+      server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    }
+    scheduler_.stop();
+    http_.reset();
+    store_->set_listener(nullptr);
+  });
+}
+
+HttpResponse CoordinatorServer::metrics_page() {
+  std::map<v1::JobState, int> jobs;
+  if (const absl::StatusOr<std::vector<JobRecord>> all = store_->list_jobs(); all.ok()) {
+    for (const JobRecord& job : *all) ++jobs[job.state];
+  }
+  std::map<v1::WorkerState, int> workers;
+  for (const v1::Worker& worker : scheduler_.list_workers()) ++workers[worker.state()];
+  return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(jobs, workers)};
+}
+
+HttpResponse CoordinatorServer::workers_page() {
+  nlohmann::json targets = nlohmann::json::array();
+  for (const v1::Worker& worker : scheduler_.list_workers()) {
+    if (worker.state() == v1::WORKER_STATE_LOST || worker.metrics_address().empty()) continue;
+    targets.push_back({{"targets", {worker.metrics_address()}},
+                       {"labels", {{"worker_id", worker.id()}, {"hostname", worker.hostname()}}}});
+  }
+  return {200, "application/json", targets.dump()};
 }
 
 }  // namespace mixtrain::server

@@ -1,23 +1,41 @@
 // Why: `mixtrain-coordinator` and the tests start the same server: the job
-// store, the services, health checking, reflection, message size limits and
-// keepalive settings are put together here once.
+// store, the scheduler, both gRPC services, health checking, reflection,
+// TLS, message size limits, keepalive and the HTTP endpoints (/metrics,
+// /sd/workers) are put together here once.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
+#include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "coordinator_metrics.h"
+#include "http_server.h"
 #include "job_service.h"
 #include "job_store.h"
+#include "job_watchers.h"
+#include "rendezvous_store.h"
+#include "scheduler.h"
+#include "task_outbox.h"
+#include "worker_service.h"
 
 namespace mixtrain::server {
 
 struct CoordinatorOptions {
-  std::string listen = "0.0.0.0:50051";  // HOST:PORT; port 0 picks a free one
-  std::string db_path;                   // SQLite file, created if missing
-  std::string auth_token;                // JobService bearer token; empty: none asked
+  std::string listen = "0.0.0.0:50051";      // gRPC HOST:PORT; port 0 picks a free one
+  std::string http_listen = "0.0.0.0:9400";  // /metrics and /sd/workers; port 0 picks one
+  std::string db_path;                       // SQLite file, created if missing
+  std::string auth_token;                    // JobService bearer token; empty: none asked
+  std::string join_token;                    // WorkerService token; empty: none asked
+  std::string tls_cert_pem;                  // with tls_key_pem: serve TLS, else plaintext
+  std::string tls_key_pem;
+  std::string data_root;  // spec paths resolve here; empty: the working directory
+  std::string checkpoint_root = "checkpoints";       // jobs checkpoint in <root>/<job id>
+  std::chrono::milliseconds worker_timeout{10'000};  // a silent worker is LOST after this
 };
 
 // Largest message accepted from a client or worker, and sent back.
@@ -26,30 +44,43 @@ inline constexpr int kMaxSendMessageBytes = 16 * 1024 * 1024;
 
 class CoordinatorServer {
  public:
-  // Opens the store and starts serving; UNAVAILABLE when the address
-  // cannot be bound, the store's error when it cannot be opened.
+  // Opens the store, takes over its running jobs and starts serving;
+  // INVALID_ARGUMENT for unusable options (equal tokens, a missing data
+  // root, half a TLS pair), UNAVAILABLE when an address cannot be bound,
+  // the store's error when it cannot be opened.
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> start(
       const CoordinatorOptions& options);
   ~CoordinatorServer() { shutdown(); }
 
-  int port() const { return port_; }  // the port actually bound
+  int port() const { return port_; }               // the gRPC port actually bound
+  int http_port() const { return http_->port(); }  // the HTTP port actually bound
   JobStore& store() { return *store_; }
 
   // Blocks until shutdown() (from another thread).
   void wait() { server_->Wait(); }
-  // Stops accepting calls and ends the ones in flight. Idempotent.
-  void shutdown() {
-    if (server_ != nullptr) server_->Shutdown();
-  }
+  // Ends every stream and waiting call, stops accepting calls and stops
+  // scheduling. Idempotent.
+  void shutdown();
 
  private:
-  CoordinatorServer(std::unique_ptr<JobStore> store, const std::string& auth_token)
-      : store_(std::move(store)), job_service_(store_.get(), BearerAuth(auth_token)) {}
+  CoordinatorServer(std::unique_ptr<JobStore> store, const CoordinatorOptions& options,
+                    const std::filesystem::path& data_root,
+                    const std::filesystem::path& checkpoint_root);
+  HttpResponse metrics_page();
+  HttpResponse workers_page();
 
   std::unique_ptr<JobStore> store_;
+  CoordinatorMetrics metrics_;
+  RendezvousStore rendezvous_;
+  TaskOutbox outbox_;
+  JobWatchers watchers_;
+  Scheduler scheduler_;
   JobServiceImpl job_service_;
+  WorkerServiceImpl worker_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = 0;
+  std::once_flag shut_down_;
 };
 
 }  // namespace mixtrain::server

@@ -2,47 +2,21 @@
 #include "job_service.h"
 
 #include <algorithm>
-#include <functional>
 #include <string>
 
+#include "job_proto.h"
 #include "job_spec_yaml.h"
+#include "queued_writer.h"
+#include "spec_paths.h"
+#include "unary_call.h"
 
 namespace mixtrain::server {
 namespace {
 
-// absl and gRPC share the canonical status codes.
-grpc::Status to_grpc(const absl::Status& status) {
-  return {static_cast<grpc::StatusCode>(status.code()), std::string(status.message())};
-}
-
-// Finishes the call with `auth`'s verdict, or when it lets the call in,
-// with what `handle` returns.
-grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, const BearerAuth& auth,
-                                 const std::function<grpc::Status()>& handle) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  grpc::Status status = auth.check(*context);
-  if (status.ok()) status = handle();
-  reactor->Finish(status);
-  return reactor;
-}
-
-// The job as the API shows it; `with_spec` also copies the submitted YAML.
-void to_proto(const JobRecord& record, bool with_spec, v1::Job& job) {
-  job.set_id(record.id);
-  job.set_name(record.name);
-  job.set_state(record.state);
-  if (with_spec) job.set_spec_yaml(record.spec_yaml);
-  job.set_attempt(record.attempt);
-  job.mutable_progress()->set_steps(record.steps);
-  job.set_created_unix_ms(record.created_unix_ms);
-  job.set_updated_unix_ms(record.updated_unix_ms);
-  job.set_message(record.message);
-}
-
 // Writes the job into `response`, or returns the store's error.
 grpc::Status reply_job(const absl::StatusOr<JobRecord>& record, v1::Job& response) {
   if (!record.ok()) return to_grpc(record.status());
-  to_proto(*record, /*with_spec=*/true, response);
+  job_to_proto(*record, /*full=*/true, response);
   return grpc::Status::OK;
 }
 
@@ -57,38 +31,59 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
   }
   const std::string source = request.source_name().empty() ? "job.yaml" : request.source_name();
   const cli::JobSpecResult parsed = cli::parse_job_spec(request.spec_yaml(), source);
-  if (!parsed.ok()) {
+  std::vector<std::string> problems;
+  for (const cli::JobSpecError& error : parsed.errors) problems.push_back(error.to_string());
+  if (parsed.ok()) {
+    for (const std::string& problem : check_spec_paths(*parsed.spec, data_root_)) {
+      problems.push_back(source + ": " + problem);
+    }
+  }
+  if (!problems.empty()) {
     std::string message;
-    for (const cli::JobSpecError& error : parsed.errors) {
+    for (const std::string& problem : problems) {
       if (!message.empty()) message += "\n";
-      message += error.to_string();
+      message += problem;
     }
     return {grpc::StatusCode::INVALID_ARGUMENT, message};
   }
   const absl::StatusOr<JobRecord> job =
       store_->create_job(parsed.spec->name, request.spec_yaml(), parsed.spec->train.steps);
   if (!job.ok()) return to_grpc(job.status());
+  metrics_->job_submitted();
+  scheduler_->wake();
   response.set_id(job->id);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::get(const std::string& id, v1::Job& response) {
+  if (grpc::Status status = reply_job(store_->get_job(id), response); !status.ok()) return status;
+  const absl::StatusOr<std::vector<JobEventRecord>> events = store_->events(id);
+  if (!events.ok()) return to_grpc(events.status());
+  for (const JobEventRecord& event : *events) {
+    v1::JobEvent& added = *response.add_events();
+    added.set_unix_ms(event.unix_ms);
+    added.set_state(event.state);
+    added.set_message(event.message);
+  }
   return grpc::Status::OK;
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                     const v1::SubmitJobRequest* request,
                                                     v1::SubmitJobResponse* response) {
-  return finish(context, auth_, [&] { return submit(*request, *response); });
+  return finish_unary(context, auth_, [&] { return submit(*request, *response); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
-  return finish(context, auth_,
-                [&] { return reply_job(store_->get_job(request->id()), *response); });
+  return finish_unary(context, auth_, [&] { return get(request->id(), *response); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
-  return finish(context, auth_, [&] {
+  return finish_unary(context, auth_, [&] {
     const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_jobs();
     if (!jobs.ok()) return to_grpc(jobs.status());
     for (const JobRecord& job : *jobs) {
@@ -96,7 +91,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
       if (!states.empty() && std::find(states.begin(), states.end(), job.state) == states.end()) {
         continue;
       }
-      to_proto(job, /*with_spec=*/false, *response->add_jobs());
+      job_to_proto(job, /*full=*/false, *response->add_jobs());
     }
     return grpc::Status::OK;
   });
@@ -105,10 +100,34 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                     const v1::CancelJobRequest* request,
                                                     v1::Job* response) {
-  return finish(context, auth_, [&] {
-    return reply_job(
-        store_->transition(request->id(), v1::JOB_STATE_CANCELLED, "cancelled by a client"),
-        *response);
+  return finish_unary(context, auth_,
+                      [&] { return reply_job(scheduler_->cancel_job(request->id()), *response); });
+}
+
+grpc::ServerWriteReactor<v1::JobUpdate>* JobServiceImpl::WatchJob(
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  if (grpc::Status status = auth_.check(*context); !status.ok()) {
+    return new RefusedWriter<v1::JobUpdate>(status);
+  }
+  return watchers_->watch(request->id());
+}
+
+grpc::ServerWriteReactor<v1::LogLine>* JobServiceImpl::StreamLogs(
+    grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
+  if (grpc::Status status = auth_.check(*context); !status.ok()) {
+    return new RefusedWriter<v1::LogLine>(status);
+  }
+  return watchers_->stream_logs(*request);
+}
+
+grpc::ServerUnaryReactor* JobServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
+                                                      const v1::ListWorkersRequest*,
+                                                      v1::ListWorkersResponse* response) {
+  return finish_unary(context, auth_, [&] {
+    for (v1::Worker& worker : scheduler_->list_workers()) {
+      *response->add_workers() = std::move(worker);
+    }
+    return grpc::Status::OK;
   });
 }
 

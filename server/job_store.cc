@@ -2,10 +2,13 @@
 // numbers, which the proto contract keeps stable.
 #include "job_store.h"
 
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <random>
 #include <utility>
+
+#include "ids.h"
 
 namespace mixtrain::server {
 namespace {
@@ -37,26 +40,22 @@ CREATE TABLE IF NOT EXISTS logs(
   attempt INTEGER NOT NULL, rank INTEGER NOT NULL, unix_ms INTEGER NOT NULL,
   text TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS logs_by_job ON logs(job_id, seq);
+CREATE TABLE IF NOT EXISTS assignments(
+  job_id TEXT NOT NULL REFERENCES jobs(id), attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
+  worker_id TEXT NOT NULL, PRIMARY KEY(job_id, attempt, rank));
 )sql";
 
+// Columns added to `jobs` after its first release; a store created before
+// gets them on open.
+constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
+    {"restarts", "INTEGER NOT NULL DEFAULT 0"},
+    {"progress", "TEXT NOT NULL DEFAULT ''"},
+    {"summary_json", "TEXT NOT NULL DEFAULT ''"},
+};
+
 constexpr std::string_view kJobColumns =
-    "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms "
-    "FROM jobs ";
-
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// 16 hex digits from the OS's random source: unique without coordination.
-std::string new_job_id() {
-  std::random_device random;
-  const uint64_t bits = (uint64_t{random()} << 32) | random();
-  char id[17];
-  std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(bits));
-  return id;
-}
+    "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
+    "restarts, progress, summary_json FROM jobs ";
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -69,6 +68,12 @@ JobRecord read_job(const SqliteStatement& row) {
   job.message = row.column_text(6);
   job.created_unix_ms = row.column_int64(7);
   job.updated_unix_ms = row.column_int64(8);
+  job.restarts = static_cast<int32_t>(row.column_int64(9));
+  if (!google::protobuf::util::JsonStringToMessage(row.column_text(10), &job.progress).ok()) {
+    job.progress.Clear();
+  }
+  job.progress.set_steps(job.steps);
+  job.summary_json = row.column_text(11);
   return job;
 }
 
@@ -83,7 +88,7 @@ AttemptRecord read_attempt(const SqliteStatement& row) {
 
 LogRecord read_log(const SqliteStatement& row) {
   return {static_cast<int32_t>(row.column_int64(0)), static_cast<int32_t>(row.column_int64(1)),
-          row.column_int64(2), row.column_text(3)};
+          row.column_int64(2), row.column_text(3), row.column_int64(4)};
 }
 
 // Every row that `sql` selects, each converted by `read`; `job_id` fills
@@ -99,6 +104,19 @@ auto select_rows(SqliteDb& db, std::string_view sql, std::string_view job_id, Re
     if (!has_row) return rows;
     rows.push_back(read(statement));
   }
+}
+
+// Adds each of kAddedJobColumns that `jobs` lacks.
+absl::Status add_missing_columns(SqliteDb& db) {
+  ASSIGN_OR_RETURN(present,
+                   select_rows(db, "SELECT name FROM pragma_table_info('jobs')", "",
+                               [](const SqliteStatement& row) { return row.column_text(0); }));
+  for (const auto& [name, type] : kAddedJobColumns) {
+    if (std::find(present.begin(), present.end(), name) != present.end()) continue;
+    RETURN_IF_ERROR(
+        db.exec(("ALTER TABLE jobs ADD COLUMN " + std::string(name) + " " + type).c_str()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -119,16 +137,20 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::open(const std::string& path
                                                          const JobStoreOptions& options) {
   ASSIGN_OR_RETURN(db, SqliteDb::open(path));
   RETURN_IF_ERROR(db->exec(kSchema));
+  RETURN_IF_ERROR(add_missing_columns(*db));
   return std::unique_ptr<JobStore>(new JobStore(std::move(db), options));
 }
 
 absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::string_view spec_yaml,
                                                int64_t steps) {
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
-  const std::string id = new_job_id();
+  const std::string id = random_id("", 16);
   ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
-  ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO jobs VALUES(?, ?, ?, ?, ?, 0, '', ?, ?)"));
+  ASSIGN_OR_RETURN(insert,
+                   db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
+                                "message, created_ms, updated_ms) "
+                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?)"));
   RETURN_IF_ERROR(insert.bind(1, id)
                       .bind(2, name)
                       .bind(3, int64_t{v1::JOB_STATE_QUEUED})
@@ -139,7 +161,10 @@ absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::strin
                       .run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
-  return get_job_locked(id);
+  absl::StatusOr<JobRecord> job = get_job_locked(id);
+  lock.Release();
+  notify_job_changed(id);
+  return job;
 }
 
 absl::StatusOr<JobRecord> JobStore::get_job(std::string_view id) {
@@ -147,22 +172,44 @@ absl::StatusOr<JobRecord> JobStore::get_job(std::string_view id) {
   return get_job_locked(id);
 }
 
+void JobStore::notify_job_changed(std::string_view id) {
+  if (JobStoreListener* listener = listener_.load()) listener->job_changed(std::string(id));
+}
+
+absl::Status JobStore::fill_workers_locked(JobRecord& job) {
+  ASSIGN_OR_RETURN(select, db_->prepare("SELECT worker_id FROM assignments WHERE job_id = ? "
+                                        "AND attempt = ? ORDER BY rank"));
+  select.bind(1, job.id).bind(2, job.attempt);
+  job.workers.clear();
+  while (true) {
+    ASSIGN_OR_RETURN(has_row, select.step());
+    if (!has_row) return absl::OkStatus();
+    job.workers.push_back(select.column_text(0));
+  }
+}
+
 absl::StatusOr<JobRecord> JobStore::get_job_locked(std::string_view id) {
   ASSIGN_OR_RETURN(select, db_->prepare(std::string(kJobColumns) + "WHERE id = ?"));
   select.bind(1, id);
   ASSIGN_OR_RETURN(has_row, select.step());
   if (!has_row) return absl::NotFoundError("no job with id '" + std::string(id) + "'");
-  return read_job(select);
+  JobRecord job = read_job(select);
+  RETURN_IF_ERROR(fill_workers_locked(job));
+  return job;
 }
 
 absl::StatusOr<std::vector<JobRecord>> JobStore::list_jobs() {
   absl::MutexLock lock(&mu_);
-  return select_rows(*db_, std::string(kJobColumns) + "ORDER BY rowid", "", read_job);
+  ASSIGN_OR_RETURN(jobs,
+                   select_rows(*db_, std::string(kJobColumns) + "ORDER BY rowid", "", read_job));
+  for (JobRecord& job : jobs) RETURN_IF_ERROR(fill_workers_locked(job));
+  return jobs;
 }
 
 absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState to,
-                                               std::string_view message) {
-  absl::MutexLock lock(&mu_);
+                                               std::string_view message,
+                                               const TransitionDetails& details) {
+  absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
   ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
   ASSIGN_OR_RETURN(job, get_job_locked(id));
@@ -171,14 +218,32 @@ absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState
                                          ", it cannot become " + v1::JobState_Name(to));
   }
   const int32_t attempt = job.attempt + (to == v1::JOB_STATE_RUNNING ? 1 : 0);
+  const int32_t restarts = job.restarts + (to == v1::JOB_STATE_QUEUED ? 1 : 0);
   ASSIGN_OR_RETURN(update, db_->prepare("UPDATE jobs SET state = ?, attempt = ?, message = ?, "
-                                        "updated_ms = ? WHERE id = ?"));
-  RETURN_IF_ERROR(
-      update.bind(1, int64_t{to}).bind(2, attempt).bind(3, message).bind(4, now).bind(5, id).run());
+                                        "updated_ms = ?, restarts = ?, summary_json = "
+                                        "CASE WHEN ? = '' THEN summary_json ELSE ? END "
+                                        "WHERE id = ?"));
+  RETURN_IF_ERROR(update.bind(1, int64_t{to})
+                      .bind(2, attempt)
+                      .bind(3, message)
+                      .bind(4, now)
+                      .bind(5, restarts)
+                      .bind(6, details.summary_json)
+                      .bind(7, details.summary_json)
+                      .bind(8, id)
+                      .run());
   if (to == v1::JOB_STATE_RUNNING) {
     ASSIGN_OR_RETURN(start, db_->prepare("INSERT INTO attempts(job_id, attempt, started_ms) "
                                          "VALUES(?, ?, ?)"));
     RETURN_IF_ERROR(start.bind(1, id).bind(2, attempt).bind(3, now).run());
+    for (size_t rank = 0; rank < details.workers.size(); ++rank) {
+      ASSIGN_OR_RETURN(assign, db_->prepare("INSERT INTO assignments VALUES(?, ?, ?, ?)"));
+      RETURN_IF_ERROR(assign.bind(1, id)
+                          .bind(2, attempt)
+                          .bind(3, static_cast<int64_t>(rank))
+                          .bind(4, details.workers[rank])
+                          .run());
+    }
   } else if (job.state == v1::JOB_STATE_RUNNING) {
     ASSIGN_OR_RETURN(end, db_->prepare("UPDATE attempts SET ended_ms = ?, outcome = ? "
                                        "WHERE job_id = ? AND attempt = ?"));
@@ -186,7 +251,44 @@ absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState
   }
   RETURN_IF_ERROR(add_event_locked(id, to, message, now));
   RETURN_IF_ERROR(tx.commit());
-  return get_job_locked(id);
+  absl::StatusOr<JobRecord> changed = get_job_locked(id);
+  lock.Release();
+  notify_job_changed(id);
+  return changed;
+}
+
+absl::Status JobStore::update_column_locked(std::string_view sql, std::string_view value,
+                                            std::string_view id) {
+  ASSIGN_OR_RETURN(update, db_->prepare(sql));
+  RETURN_IF_ERROR(update.bind(1, value).bind(2, now_unix_ms()).bind(3, id).run());
+  ASSIGN_OR_RETURN(changes, db_->prepare("SELECT changes()"));
+  ASSIGN_OR_RETURN(has_row, changes.step());
+  if (!has_row || changes.column_int64(0) == 0) {
+    return absl::NotFoundError("no job with id '" + std::string(id) + "'");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::set_message(std::string_view id, std::string_view message) {
+  absl::ReleasableMutexLock lock(&mu_);
+  RETURN_IF_ERROR(update_column_locked(
+      "UPDATE jobs SET message = ?1, updated_ms = ?2 WHERE id = ?3", message, id));
+  lock.Release();
+  notify_job_changed(id);
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::set_progress(std::string_view id, const v1::Progress& progress) {
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(progress, &json).ok()) {
+    return absl::InternalError("cannot encode the progress of job '" + std::string(id) + "'");
+  }
+  absl::ReleasableMutexLock lock(&mu_);
+  RETURN_IF_ERROR(update_column_locked(
+      "UPDATE jobs SET progress = ?1, updated_ms = ?2 WHERE id = ?3", json, id));
+  lock.Release();
+  notify_job_changed(id);
+  return absl::OkStatus();
 }
 
 absl::Status JobStore::add_event_locked(std::string_view id, v1::JobState state,
@@ -214,23 +316,31 @@ absl::StatusOr<std::vector<AttemptRecord>> JobStore::attempts(std::string_view i
 
 absl::Status JobStore::append_log(std::string_view id, int32_t attempt, int32_t rank,
                                   std::string_view text) {
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
+  RETURN_IF_ERROR(get_job_locked(id).status());
+  LogRecord line{attempt, rank, now_unix_ms(), std::string(text)};
   ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO logs(job_id, attempt, rank, unix_ms, text) "
                                         "VALUES(?, ?, ?, ?, ?)"));
   RETURN_IF_ERROR(
-      insert.bind(1, id).bind(2, attempt).bind(3, rank).bind(4, now_unix_ms()).bind(5, text).run());
+      insert.bind(1, id).bind(2, attempt).bind(3, rank).bind(4, line.unix_ms).bind(5, text).run());
+  ASSIGN_OR_RETURN(seq, db_->prepare("SELECT last_insert_rowid()"));
+  RETURN_IF_ERROR(seq.step().status());
+  line.seq = seq.column_int64(0);
   ASSIGN_OR_RETURN(trim, db_->prepare("DELETE FROM logs WHERE job_id = ?1 AND seq <= "
                                       "(SELECT seq FROM logs WHERE job_id = ?1 "
                                       "ORDER BY seq DESC LIMIT 1 OFFSET ?2)"));
   RETURN_IF_ERROR(trim.bind(1, id).bind(2, options_.log_tail_lines).run());
-  return tx.commit();
+  RETURN_IF_ERROR(tx.commit());
+  lock.Release();
+  if (JobStoreListener* listener = listener_.load()) listener->log_appended(std::string(id), line);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<LogRecord>> JobStore::logs(std::string_view id) {
   absl::MutexLock lock(&mu_);
   return select_rows(*db_,
-                     "SELECT attempt, rank, unix_ms, text FROM logs "
+                     "SELECT attempt, rank, unix_ms, text, seq FROM logs "
                      "WHERE job_id = ? ORDER BY seq",
                      id, read_log);
 }

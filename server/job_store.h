@@ -5,6 +5,7 @@
 // keep no job state of their own.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,10 @@ struct JobRecord {
   std::string message;  // from the latest transition
   int64_t created_unix_ms = 0;
   int64_t updated_unix_ms = 0;
+  int32_t restarts = 0;              // times it went RUNNING → QUEUED
+  v1::Progress progress;             // the latest one stored (steps always set)
+  std::string summary_json;          // once finished, when the workers sent one
+  std::vector<std::string> workers;  // worker id by rank, of the latest attempt
 };
 
 struct JobEventRecord {
@@ -49,6 +54,24 @@ struct LogRecord {
   int32_t rank = 0;
   int64_t unix_ms = 0;
   std::string text;
+  int64_t seq = 0;  // grows with every line of every job
+};
+
+// Told about every committed change, after the store's lock is released;
+// methods must be thread safe and must not block for long.
+class JobStoreListener {
+ public:
+  virtual ~JobStoreListener() = default;
+  // The job's row changed (state, message or progress), or it was created.
+  virtual void job_changed(const std::string& id) = 0;
+  // A line was appended to the job's log.
+  virtual void log_appended(const std::string& id, const LogRecord& line) = 0;
+};
+
+// What a transition records besides the state and message.
+struct TransitionDetails {
+  std::vector<std::string> workers;  // entering RUNNING: the worker id of each rank
+  std::string summary_json;          // entering SUCCEEDED or FAILED: the job's summary
 };
 
 struct JobStoreOptions {
@@ -75,17 +98,31 @@ class JobStore {
 
   // Moves the job to `to` and records the event, in one transaction. Legal:
   // QUEUED → RUNNING | CANCELLED; RUNNING → SUCCEEDED | FAILED | CANCELLED,
-  // or QUEUED again (a restart). Entering RUNNING starts a new attempt,
-  // leaving it ends that attempt. FAILED_PRECONDITION for any other move,
-  // NOT_FOUND for an unknown id; nothing changes then.
+  // or QUEUED again (a restart, counted in restarts). Entering RUNNING
+  // starts a new attempt assigned to `details.workers`, leaving it ends that
+  // attempt; a non-empty `details.summary_json` is stored as the job's
+  // summary. FAILED_PRECONDITION for any other move, NOT_FOUND for an
+  // unknown id; nothing changes then.
   absl::StatusOr<JobRecord> transition(std::string_view id, v1::JobState to,
-                                       std::string_view message);
+                                       std::string_view message,
+                                       const TransitionDetails& details = {});
+
+  // Replaces the job's message without a state change (why it still waits).
+  // NOT_FOUND for an unknown id.
+  absl::Status set_message(std::string_view id, std::string_view message);
+  // Stores the job's latest progress. NOT_FOUND for an unknown id.
+  absl::Status set_progress(std::string_view id, const v1::Progress& progress);
+
+  // Registers the one listener told about changes from now on; it must
+  // outlive the store or be replaced by nullptr first.
+  void set_listener(JobStoreListener* listener) { listener_.store(listener); }
 
   // The job's state changes, oldest first.
   absl::StatusOr<std::vector<JobEventRecord>> events(std::string_view id);
   absl::StatusOr<std::vector<AttemptRecord>> attempts(std::string_view id);
 
   // Appends one line to the job's log, dropping the oldest beyond the tail.
+  // NOT_FOUND for an unknown id.
   absl::Status append_log(std::string_view id, int32_t attempt, int32_t rank,
                           std::string_view text);
   // The stored tail, oldest first.
@@ -96,12 +133,18 @@ class JobStore {
       : db_(std::move(db)), options_(options) {}
 
   absl::StatusOr<JobRecord> get_job_locked(std::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status fill_workers_locked(JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `sql` (parameters: 1 the value, 2 the time, 3 the id) on one job.
+  absl::Status update_column_locked(std::string_view sql, std::string_view value,
+                                    std::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void notify_job_changed(std::string_view id);
   absl::Status add_event_locked(std::string_view id, v1::JobState state, std::string_view message,
                                 int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
   const JobStoreOptions options_;
+  std::atomic<JobStoreListener*> listener_ = nullptr;
 };
 
 // True when the job store allows moving from `from` to `to` (see transition).

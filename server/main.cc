@@ -1,16 +1,19 @@
 // Why: entry point of `mixtrain-coordinator` (DESIGN.md §3). Reads the
 // options, starts the server and serves until SIGINT or SIGTERM. Exit
-// codes: 0 after a clean stop, 2 bad usage, 1 the server could not start.
+// codes: 0 after a clean stop, 2 bad usage (flags, token files, options
+// the server refuses), 1 the server could not start.
 #include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "coordinator_server.h"
 
 namespace {
@@ -34,28 +37,83 @@ void on_stop_signal(int) {
   [[maybe_unused]] const ssize_t written = write(g_stop_pipe, &byte, 1);
 }
 
+// Reads `path` into `text`; false when it cannot be read.
+bool read_file(const std::string& path, std::string& text) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  text = bytes.str();
+  return in.good() || in.eof();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"mixtrain-coordinator: accepts training jobs and schedules them onto workers"};
   mixtrain::server::CoordinatorOptions options;
   options.db_path = "mixtrain.db";
-  std::string token_file;
-  app.add_option("--listen", options.listen, "gRPC address, HOST:PORT");
-  app.add_option("--db", options.db_path, "SQLite database file (created if missing)");
+  std::string token_file, join_token_file, tls_cert, tls_key;
+  double worker_timeout_seconds = 10;
+  app.add_option("--listen", options.listen, "gRPC address, HOST:PORT (port 0: pick one)")
+      ->capture_default_str();
+  app.add_option("--http", options.http_listen,
+                 "HTTP address for /metrics and /sd/workers, HOST:PORT (port 0: pick one)")
+      ->capture_default_str();
+  app.add_option("--db", options.db_path, "SQLite database file (created if missing)")
+      ->capture_default_str();
   app.add_option("--auth-token-file", token_file, "file holding the clients' bearer token")
       ->check(CLI::ExistingFile);
+  app.add_option("--join-token-file", join_token_file, "file holding the workers' join token")
+      ->check(CLI::ExistingFile);
+  auto* cert = app.add_option("--tls-cert", tls_cert, "PEM server certificate (chain)")
+                   ->check(CLI::ExistingFile);
+  auto* key = app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert")
+                  ->check(CLI::ExistingFile);
+  cert->needs(key);
+  key->needs(cert);
+  app.add_option("--data-root", options.data_root,
+                 "directory that relative data paths of job specs resolve in (default: the "
+                 "working directory)")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--checkpoint-root", options.checkpoint_root,
+                 "directory under which each job checkpoints, in <root>/<job id>")
+      ->capture_default_str();
+  app.add_option("--worker-timeout-seconds", worker_timeout_seconds,
+                 "a worker silent this long is lost and its rank's attempt fails")
+      ->check(
+          [](const std::string& value) -> std::string {
+            double seconds = 0;
+            return absl::SimpleAtod(value, &seconds) && seconds > 0 && seconds <= 86400
+                       ? ""
+                       : "expected seconds, more than 0 and at most 86400, got '" + value + "'";
+          },
+          "SECONDS")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (!token_file.empty()) {
-    options.auth_token = read_token_file(token_file);
-    if (options.auth_token.empty()) {
-      std::cerr << "mixtrain-coordinator: " << token_file << " holds no token\n";
+  options.worker_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(worker_timeout_seconds * 1000));
+  for (auto [file, token] : {std::pair{&token_file, &options.auth_token},
+                             std::pair{&join_token_file, &options.join_token}}) {
+    if (file->empty()) continue;
+    *token = read_token_file(*file);
+    if (token->empty()) {
+      std::cerr << "mixtrain-coordinator: " << *file << " holds no token\n";
       return 2;
     }
+  }
+  if (!options.auth_token.empty() && options.auth_token == options.join_token) {
+    std::cerr << "mixtrain-coordinator: --auth-token-file and --join-token-file hold the same "
+                 "token; clients and workers must have different ones\n";
+    return 2;
+  }
+  if (!tls_cert.empty() &&
+      (!read_file(tls_cert, options.tls_cert_pem) || !read_file(tls_key, options.tls_key_pem))) {
+    std::cerr << "mixtrain-coordinator: cannot read " << tls_cert << " or " << tls_key << "\n";
+    return 2;
   }
 
   // gRPC may start threads before main(), so blocking signals cannot route
@@ -74,9 +132,11 @@ int main(int argc, char** argv) {
   auto server = mixtrain::server::CoordinatorServer::start(options);
   if (!server.ok()) {
     std::cerr << "mixtrain-coordinator: " << server.status().message() << "\n";
-    return 1;
+    return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::cerr << "mixtrain-coordinator: serving on port " << (*server)->port() << ", jobs in "
+  std::cerr << "mixtrain-coordinator: serving on port " << (*server)->port() << ", http on port "
+            << (*server)->http_port() << ", "
+            << (options.tls_cert_pem.empty() ? "plaintext" : "TLS") << ", jobs in "
             << options.db_path << std::endl;
   std::thread stopper([&] {
     char byte;

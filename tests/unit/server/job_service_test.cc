@@ -33,6 +33,7 @@ class CoordinatorTest : public testing::Test {
     server_.reset();
     CoordinatorOptions options;
     options.listen = "127.0.0.1:0";
+    options.http_listen = "127.0.0.1:0";
     options.db_path = dir_.path("jobs.db");
     options.auth_token = kToken;
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::start(options);

@@ -137,6 +137,38 @@ TEST_F(JobStoreTest, LogKeepsOnlyTheNewestLinesOfEachJob) {
   ASSERT_EQ(store->logs(b)->size(), 1u);
 }
 
+TEST_F(JobStoreTest, LogOfAnUnknownJobIsNotFound) {
+  auto store = open_store();
+  EXPECT_EQ(store->append_log("nope", 1, 0, "x").code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobStoreTest, AttemptsKeepTheirWorkersRestartsProgressAndSummary) {
+  std::string id;
+  {
+    auto store = open_store();
+    id = create(*store, "job").id;
+    ASSERT_TRUE(store->transition(id, v1::JOB_STATE_RUNNING, "", {.workers = {"w-a", "w-b"}}).ok());
+    move(*store, id, v1::JOB_STATE_QUEUED);
+    ASSERT_TRUE(store->transition(id, v1::JOB_STATE_RUNNING, "", {.workers = {"w-c"}}).ok());
+    v1::Progress progress;
+    progress.set_step(7);
+    progress.set_train_loss(1.5);
+    ASSERT_TRUE(store->set_progress(id, progress).ok());
+    ASSERT_TRUE(store->set_message(id, "halfway").ok());
+    EXPECT_EQ(store->set_message("nope", "x").code(), absl::StatusCode::kNotFound);
+  }
+  auto store = open_store();
+  JobRecord job = *store->get_job(id);
+  EXPECT_EQ(job.workers, (std::vector<std::string>{"w-c"}));
+  EXPECT_EQ(job.restarts, 1);
+  EXPECT_EQ(job.progress.step(), 7);
+  EXPECT_EQ(job.progress.train_loss(), 1.5);
+  EXPECT_EQ(job.progress.steps(), 100);
+  EXPECT_EQ(job.message, "halfway");
+  ASSERT_TRUE(store->transition(id, v1::JOB_STATE_SUCCEEDED, "", {.summary_json = "{}"}).ok());
+  EXPECT_EQ(store->get_job(id)->summary_json, "{}");
+}
+
 TEST_F(JobStoreTest, ReopenedStoreSeesEverything) {
   std::string id;
   {

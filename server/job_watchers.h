@@ -1,0 +1,59 @@
+// Why: WatchJob and StreamLogs stream a job's changes and new log lines as
+// they happen, without polling: the job store tells this hub about every
+// committed change, and the hub pushes to the streams of that job. A stream
+// ends when its job reaches a final state, its client goes away, or the
+// coordinator shuts down (close()).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "job_store.h"
+#include "mixtrain.pb.h"
+
+namespace mixtrain::server {
+
+class JobWatch;
+class LogFollow;
+
+class JobWatchers final : public JobStoreListener {
+ public:
+  // `store` must outlive the hub; the hub does not register itself.
+  explicit JobWatchers(JobStore* store) : store_(store) {}
+
+  // A stream of the job: its current state first, then every change of
+  // state, progress or message; it ends after a final state. NOT_FOUND for
+  // an unknown id.
+  grpc::ServerWriteReactor<v1::JobUpdate>* watch(const std::string& job_id);
+  // The job's stored log (its last `tail_lines` when positive); with
+  // `follow`, then every new line until the job is final. NOT_FOUND for an
+  // unknown id.
+  grpc::ServerWriteReactor<v1::LogLine>* stream_logs(const v1::StreamLogsRequest& request);
+
+  void job_changed(const std::string& id) override;
+  void log_appended(const std::string& id, const LogRecord& line) override;
+
+  // Ends every stream (UNAVAILABLE) and refuses new ones. Idempotent.
+  void close();
+
+ private:
+  friend class JobWatch;
+  friend class LogFollow;
+  void forget(JobWatch* watch);
+  void forget(LogFollow* follow);
+  // Sends `watch` the job's state if it changed; ends it when final.
+  void update_locked(JobWatch& watch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  JobStore* const store_;
+  absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::set<JobWatch*>> watches_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::set<LogFollow*>> follows_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace mixtrain::server

@@ -1,0 +1,499 @@
+// Why: see scheduler.h. One lock guards workers and attempts, so each
+// decision sees both consistently; the store, the outbox and the rendezvous
+// store are called under it (their locks are always taken after this one).
+#include "scheduler.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "ids.h"
+#include "job_proto.h"
+#include "job_spec_yaml.h"
+#include "summary_merge.h"
+
+namespace mixtrain::server {
+namespace {
+
+std::string backend_name(config::BackendChoice backend) {
+  switch (backend) {
+    case config::BackendChoice::kCpu:
+      return "cpu ";
+    case config::BackendChoice::kCuda:
+      return "cuda ";
+    default:
+      return "";
+  }
+}
+
+bool is_final_outcome(v1::TaskOutcome outcome) {
+  return outcome == v1::TASK_OUTCOME_SUCCEEDED || outcome == v1::TASK_OUTCOME_FAILED ||
+         outcome == v1::TASK_OUTCOME_CANCELLED;
+}
+
+std::string describe_rank(int rank, const std::string& worker_id) {
+  return "rank " + std::to_string(rank) + " on worker " + worker_id;
+}
+
+}  // namespace
+
+std::string rendezvous_scope(const std::string& job_id, int32_t attempt) {
+  return job_id + "/" + std::to_string(attempt);
+}
+
+Scheduler::Scheduler(JobStore* store, RendezvousStore* rendezvous, TaskOutbox* outbox,
+                     CoordinatorMetrics* metrics, SchedulerOptions options)
+    : store_(store),
+      rendezvous_(rendezvous),
+      outbox_(outbox),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+absl::Status Scheduler::start() {
+  absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_jobs();
+  if (!jobs.ok()) return jobs.status();
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t deadline = now_unix_ms() + options_.worker_timeout.count();
+    for (const JobRecord& job : *jobs) {
+      if (job.state != v1::JOB_STATE_RUNNING) continue;
+      const absl::StatusOr<Needs> needs = needs_locked(job);
+      Attempt& attempt = running_[job.id];
+      attempt.attempt = job.attempt;
+      attempt.max_restarts = needs.ok() ? needs->max_restarts : 0;
+      attempt.recover_until_ms = deadline;
+      for (const std::string& worker_id : job.workers) {
+        attempt.ranks.push_back({.worker_id = worker_id, .back = false});
+      }
+    }
+  }
+  thread_ = std::thread([this] { run(); });
+  return absl::OkStatus();
+}
+
+void Scheduler::stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::wake() {
+  absl::MutexLock lock(&mu_);
+  dirty_ = true;
+}
+
+int Scheduler::heartbeat_interval_ms() const {
+  return static_cast<int>(std::max<int64_t>(200, options_.worker_timeout.count() / 5));
+}
+
+void Scheduler::run() {
+  // Timeouts are checked a few times per worker timeout; changes wake the
+  // loop at once through dirty_.
+  const absl::Duration tick =
+      absl::Milliseconds(std::clamp<int64_t>(options_.worker_timeout.count() / 10, 20, 1000));
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    dirty_ = false;
+    tick_locked();
+    schedule_locked();
+    mu_.AwaitWithTimeout(absl::Condition(this, &Scheduler::should_wake), tick);
+  }
+}
+
+absl::StatusOr<Scheduler::Needs> Scheduler::needs_locked(const JobRecord& job) {
+  if (const auto cached = needs_.find(job.id); cached != needs_.end()) return cached->second;
+  const cli::JobSpecResult parsed = cli::parse_job_spec(job.spec_yaml, "job.yaml");
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError("the stored spec no longer parses: " +
+                                      parsed.errors.front().to_string());
+  }
+  const Needs needs{parsed.spec->resources.workers, parsed.spec->resources.backend,
+                    parsed.spec->retries.max_restarts};
+  needs_[job.id] = needs;
+  return needs;
+}
+
+void Scheduler::tick_locked() {
+  const int64_t now = now_unix_ms();
+  for (WorkerEntry* worker : workers_.all()) {
+    v1::Worker& info = worker->worker;
+    if (info.state() == v1::WORKER_STATE_LOST) continue;
+    if (now - info.last_heartbeat_unix_ms() > options_.worker_timeout.count()) {
+      info.set_state(v1::WORKER_STATE_LOST);
+      outbox_->clear(info.id());
+      dirty_ = true;
+      if (info.has_task()) {
+        task_vanished_locked(*worker, "was lost (no heartbeat for " +
+                                          std::to_string(options_.worker_timeout.count()) + " ms)");
+      }
+    } else if (worker->release_at_ms != 0 && now >= worker->release_at_ms) {
+      WorkerRegistry::release(*worker);
+      dirty_ = true;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> not_back;  // job id, cause
+  for (auto& [job_id, attempt] : running_) {
+    if (attempt.recover_until_ms == 0) continue;
+    const auto missing = std::find_if(attempt.ranks.begin(), attempt.ranks.end(),
+                                      [](const Rank& rank) { return !rank.back; });
+    if (missing == attempt.ranks.end()) {
+      attempt.recover_until_ms = 0;
+    } else if (now >= attempt.recover_until_ms) {
+      not_back.emplace_back(
+          job_id, describe_rank(int(missing - attempt.ranks.begin()), missing->worker_id) +
+                      " did not come back after the coordinator restarted");
+    }
+  }
+  for (const auto& [job_id, cause] : not_back) fail_attempt_locked(job_id, cause);
+}
+
+void Scheduler::schedule_locked() {
+  const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_jobs();
+  if (!jobs.ok()) return;
+  std::vector<WorkerEntry*> idle;
+  for (WorkerEntry* worker : workers_.all()) {
+    if (worker->worker.state() == v1::WORKER_STATE_IDLE) idle.push_back(worker);
+  }
+  for (const JobRecord& job : *jobs) {
+    if (job.state != v1::JOB_STATE_QUEUED) {
+      if (is_final_state(job.state)) {
+        needs_.erase(job.id);
+        last_failure_.erase(job.id);
+      }
+      continue;
+    }
+    const absl::StatusOr<Needs> needs = needs_locked(job);
+    if (!needs.ok()) {
+      const std::string problem(needs.status().message());
+      if (job.message != problem) store_->set_message(job.id, problem).IgnoreError();
+      continue;
+    }
+    std::vector<WorkerEntry*> chosen;
+    for (WorkerEntry* worker : idle) {
+      if (int64_t(chosen.size()) == needs->workers) break;
+      if (backend_matches(needs->backend, worker->worker.resources().backend())) {
+        chosen.push_back(worker);
+      }
+    }
+    if (int64_t(chosen.size()) == needs->workers) {
+      start_attempt_locked(job, *needs, chosen);
+      std::erase_if(idle, [&](WorkerEntry* worker) {
+        return std::find(chosen.begin(), chosen.end(), worker) != chosen.end();
+      });
+      continue;
+    }
+    // Not enough idle workers: say why, and let later jobs that fit go first.
+    int64_t registered = 0;
+    for (WorkerEntry* worker : workers_.all()) {
+      if (worker->worker.state() != v1::WORKER_STATE_LOST &&
+          backend_matches(needs->backend, worker->worker.resources().backend())) {
+        ++registered;
+      }
+    }
+    const std::string kind = backend_name(needs->backend);
+    const std::string message =
+        (registered < needs->workers
+             ? "asks for " + std::to_string(needs->workers) + " " + kind + "workers, only " +
+                   std::to_string(registered) + " registered"
+             : "waiting for " + std::to_string(needs->workers) + " idle " + kind + "workers, " +
+                   std::to_string(chosen.size()) + " idle now") +
+        after_failure_locked(job.id);
+    if (job.message != message) store_->set_message(job.id, message).IgnoreError();
+  }
+}
+
+void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
+                                     const std::vector<WorkerEntry*>& workers) {
+  TransitionDetails details;
+  for (WorkerEntry* worker : workers) details.workers.push_back(worker->worker.id());
+  const absl::StatusOr<std::vector<JobEventRecord>> events = store_->events(job.id);
+  const absl::StatusOr<JobRecord> started =
+      store_->transition(job.id, v1::JOB_STATE_RUNNING,
+                         "started on " + std::to_string(workers.size()) + " worker" +
+                             (workers.size() == 1 ? "" : "s") + after_failure_locked(job.id),
+                         details);
+  if (!started.ok()) return;
+  const int64_t now = now_unix_ms();
+  if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
+
+  Attempt& attempt = running_[job.id];
+  attempt = Attempt{.attempt = started->attempt, .max_restarts = needs.max_restarts};
+  for (size_t rank = 0; rank < workers.size(); ++rank) {
+    WorkerEntry& worker = *workers[rank];
+    attempt.ranks.push_back({.worker_id = worker.worker.id()});
+    v1::RunningTask running;
+    running.set_job_id(job.id);
+    running.set_attempt(started->attempt);
+    running.set_rank(int32_t(rank));
+    WorkerRegistry::assign(worker, running);
+
+    v1::TaskCommand command;
+    v1::Task& task = *command.mutable_start();
+    task.set_job_id(job.id);
+    task.set_attempt(started->attempt);
+    task.set_rank(int32_t(rank));
+    task.set_world_size(int32_t(workers.size()));
+    task.set_spec_yaml(job.spec_yaml);
+    task.set_rendezvous_scope(rendezvous_scope(job.id, started->attempt));
+    task.set_checkpoint_dir((std::filesystem::path(options_.checkpoint_root) / job.id).string());
+    task.set_resume(started->attempt > 1);
+    task.set_data_root(options_.data_root);
+    outbox_->send(worker.worker.id(), std::move(command));
+  }
+}
+
+std::string Scheduler::after_failure_locked(const std::string& job_id) const {
+  const auto failure = last_failure_.find(job_id);
+  return failure == last_failure_.end() ? "" : " (after " + failure->second + ")";
+}
+
+Scheduler::Attempt* Scheduler::attempt_of_locked(const v1::RunningTask& task,
+                                                 const std::string& worker_id) {
+  const auto it = running_.find(task.job_id());
+  if (it == running_.end() || it->second.attempt != task.attempt() || task.rank() < 0 ||
+      size_t(task.rank()) >= it->second.ranks.size() ||
+      it->second.ranks[task.rank()].worker_id != worker_id) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void Scheduler::send_cancel_locked(const std::string& worker_id, const std::string& job_id,
+                                   int32_t attempt, const std::string& reason) {
+  v1::TaskCommand command;
+  command.mutable_cancel()->set_job_id(job_id);
+  command.mutable_cancel()->set_attempt(attempt);
+  command.mutable_cancel()->set_reason(reason);
+  outbox_->send(worker_id, std::move(command));
+}
+
+void Scheduler::end_attempt_locked(const std::string& job_id, const std::string& reason,
+                                   bool free_workers_now) {
+  const auto it = running_.find(job_id);
+  if (it == running_.end()) return;
+  const Attempt& attempt = it->second;
+  for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
+    WorkerEntry* worker = workers_.find(attempt.ranks[rank].worker_id);
+    if (worker == nullptr || !worker->worker.has_task()) continue;
+    v1::RunningTask task;
+    task.set_job_id(job_id);
+    task.set_attempt(attempt.attempt);
+    task.set_rank(int32_t(rank));
+    if (!same_task(worker->worker.task(), task)) continue;
+    if (worker->worker.state() != v1::WORKER_STATE_LOST) {
+      send_cancel_locked(worker->worker.id(), job_id, attempt.attempt, reason);
+    }
+    if (free_workers_now || worker->worker.state() == v1::WORKER_STATE_LOST) {
+      WorkerRegistry::release(*worker);
+    } else {
+      worker->release_at_ms = now_unix_ms() + options_.worker_timeout.count();
+    }
+  }
+  rendezvous_->drop_scope(rendezvous_scope(job_id, attempt.attempt));
+  running_.erase(it);
+  dirty_ = true;
+}
+
+void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string& cause) {
+  const auto it = running_.find(job_id);
+  if (it == running_.end()) return;
+  const int32_t attempt = it->second.attempt;
+  const int64_t max_restarts = it->second.max_restarts;
+  end_attempt_locked(job_id, "another rank failed: " + cause, /*free_workers_now=*/true);
+  const absl::StatusOr<JobRecord> job = store_->get_job(job_id);
+  if (!job.ok()) return;
+  const std::string failed = "attempt " + std::to_string(attempt) + " failed: " + cause;
+  if (job->restarts < max_restarts) {
+    if (store_
+            ->transition(job_id, v1::JOB_STATE_QUEUED,
+                         failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
+                             std::to_string(max_restarts))
+            .ok()) {
+      metrics_->job_restarted();
+      last_failure_[job_id] = failed;
+    }
+  } else {
+    store_
+        ->transition(job_id, v1::JOB_STATE_FAILED,
+                     failed + "; no restarts left (retries.max_restarts: " +
+                         std::to_string(max_restarts) + ")")
+        .IgnoreError();
+  }
+}
+
+void Scheduler::succeed_locked(const std::string& job_id) {
+  const auto it = running_.find(job_id);
+  std::vector<std::string> summaries;
+  for (const Rank& rank : it->second.ranks) summaries.push_back(rank.summary_json);
+  TransitionDetails details;
+  details.summary_json = merge_rank_summaries(summaries);
+  end_attempt_locked(job_id, "the job succeeded", /*free_workers_now=*/true);
+  store_->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
+      .IgnoreError();
+}
+
+void Scheduler::task_vanished_locked(WorkerEntry& worker, const std::string& how) {
+  const v1::RunningTask task = worker.worker.task();
+  if (attempt_of_locked(task, worker.worker.id()) == nullptr) {
+    WorkerRegistry::release(worker);
+    dirty_ = true;
+    return;
+  }
+  fail_attempt_locked(task.job_id(), describe_rank(task.rank(), worker.worker.id()) + " " + how);
+  WorkerRegistry::release(worker);
+}
+
+v1::RegisterResponse Scheduler::register_worker(const v1::RegisterRequest& request) {
+  absl::MutexLock lock(&mu_);
+  const std::string id =
+      request.previous_worker_id().empty() ? random_id("w-", 12) : request.previous_worker_id();
+  WorkerEntry& worker = workers_.upsert(id, request, now_unix_ms());
+  const bool was_lost = worker.worker.state() == v1::WORKER_STATE_LOST;
+  if (was_lost) WorkerRegistry::release(worker);
+  worker.worker.set_state(worker.worker.has_task() ? v1::WORKER_STATE_BUSY : v1::WORKER_STATE_IDLE);
+  bool kept = !worker.worker.has_task();
+  for (const v1::RunningTask& task : request.running()) {
+    Attempt* attempt = attempt_of_locked(task, id);
+    const bool ours = worker.worker.has_task() && same_task(worker.worker.task(), task);
+    if (ours) {
+      kept = true;
+      worker.task_acknowledged = true;
+    } else if (attempt != nullptr && !worker.worker.has_task()) {
+      WorkerRegistry::assign(worker, task);
+      worker.task_acknowledged = true;
+      attempt->ranks[task.rank()].back = true;
+      kept = true;
+    } else {
+      send_cancel_locked(id, task.job_id(), task.attempt(), "not a running attempt");
+    }
+  }
+  // A task it acknowledged before but no longer runs ended unreported; one
+  // it never acknowledged may still be waiting in its outbox.
+  if (!kept && worker.task_acknowledged) {
+    task_vanished_locked(worker, "re-registered without its task");
+  }
+  dirty_ = true;
+  v1::RegisterResponse response;
+  response.set_worker_id(id);
+  response.set_heartbeat_interval_ms(heartbeat_interval_ms());
+  return response;
+}
+
+v1::HeartbeatResponse Scheduler::heartbeat(const v1::HeartbeatRequest& request) {
+  absl::MutexLock lock(&mu_);
+  v1::HeartbeatResponse response;
+  WorkerEntry* worker = workers_.find(request.worker_id());
+  if (worker == nullptr || worker->worker.state() == v1::WORKER_STATE_LOST) {
+    response.set_reregister(true);
+    return response;
+  }
+  worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
+  std::set<std::pair<std::string, int32_t>> listed;
+  bool lists_own_task = false;
+  for (const v1::RunningTask& task : request.running()) {
+    if (worker->worker.has_task() && same_task(worker->worker.task(), task)) {
+      lists_own_task = true;
+      continue;
+    }
+    listed.emplace(task.job_id(), task.attempt());
+    if (worker->cancels_sent.insert({task.job_id(), task.attempt()}).second) {
+      send_cancel_locked(worker->worker.id(), task.job_id(), task.attempt(),
+                         "not a running attempt");
+    }
+  }
+  std::erase_if(worker->cancels_sent, [&](const auto& sent) { return !listed.contains(sent); });
+  if (lists_own_task) {
+    worker->task_acknowledged = true;
+  } else if (worker->worker.has_task() && worker->task_acknowledged) {
+    task_vanished_locked(*worker, "stopped without reporting an outcome");
+  }
+  return response;
+}
+
+absl::Status Scheduler::check_worker(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  if (workers_.find(worker_id) == nullptr) {
+    return absl::NotFoundError("unknown worker '" + worker_id + "': register again");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request) {
+  absl::MutexLock lock(&mu_);
+  WorkerEntry* worker = workers_.find(request.worker_id());
+  if (worker == nullptr) {
+    return absl::NotFoundError("unknown worker '" + request.worker_id() + "': register again");
+  }
+  const v1::RunningTask& task = request.task();
+  if (!worker->worker.has_task() || !same_task(worker->worker.task(), task)) {
+    return absl::OkStatus();  // a stale report of an earlier task
+  }
+  worker->task_acknowledged = true;
+  worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
+  if (is_final_outcome(request.outcome())) {
+    WorkerRegistry::release(*worker);
+    dirty_ = true;
+  }
+  Attempt* attempt = attempt_of_locked(task, request.worker_id());
+  if (attempt == nullptr) return absl::OkStatus();  // the job no longer runs
+  Rank& rank = attempt->ranks[task.rank()];
+  const int64_t now = now_unix_ms();
+  if (task.rank() == 0 && request.has_progress() &&
+      (is_final_outcome(request.outcome()) || now - attempt->last_progress_ms >= 1000)) {
+    attempt->last_progress_ms = now;
+    store_->set_progress(task.job_id(), request.progress()).IgnoreError();
+  }
+  switch (request.outcome()) {
+    case v1::TASK_OUTCOME_SUCCEEDED: {
+      rank.outcome = request.outcome();
+      rank.summary_json = request.summary_json();
+      const bool all = std::all_of(attempt->ranks.begin(), attempt->ranks.end(), [](const Rank& r) {
+        return r.outcome == v1::TASK_OUTCOME_SUCCEEDED;
+      });
+      if (all) succeed_locked(task.job_id());
+      break;
+    }
+    case v1::TASK_OUTCOME_FAILED:
+    case v1::TASK_OUTCOME_CANCELLED:
+      rank.outcome = request.outcome();
+      fail_attempt_locked(
+          task.job_id(),
+          describe_rank(task.rank(), request.worker_id()) +
+              (request.outcome() == v1::TASK_OUTCOME_FAILED ? " failed" : " was cancelled") +
+              (request.message().empty() ? "" : ": " + request.message()));
+      break;
+    default:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::report_log(const v1::ReportLogRequest& request) {
+  if (absl::Status known = check_worker(request.worker_id()); !known.ok()) return known;
+  for (const std::string& line : request.lines()) {
+    if (absl::Status s = store_->append_log(request.task().job_id(), request.task().attempt(),
+                                            request.task().rank(), line);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobRecord> Scheduler::cancel_job(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobRecord> job =
+      store_->transition(job_id, v1::JOB_STATE_CANCELLED, "cancelled by a client");
+  if (job.ok()) end_attempt_locked(job_id, "the job was cancelled", /*free_workers_now=*/false);
+  return job;
+}
+
+std::vector<v1::Worker> Scheduler::list_workers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Worker> workers;
+  for (WorkerEntry* worker : workers_.all()) workers.push_back(worker->worker);
+  return workers;
+}
+
+}  // namespace mixtrain::server

@@ -1,0 +1,63 @@
+// Why: see worker_registry.h.
+#include "worker_registry.h"
+
+namespace mixtrain::server {
+
+WorkerEntry& WorkerRegistry::upsert(const std::string& id, const v1::RegisterRequest& request,
+                                    int64_t now_ms) {
+  auto [it, added] = workers_.try_emplace(id);
+  WorkerEntry& entry = it->second;
+  if (added) {
+    order_.push_back(id);
+    entry.worker.set_id(id);
+    entry.worker.set_state(v1::WORKER_STATE_IDLE);
+  }
+  entry.worker.set_hostname(request.hostname());
+  entry.worker.set_metrics_address(request.metrics_address());
+  *entry.worker.mutable_resources() = request.resources();
+  entry.worker.set_registered_unix_ms(now_ms);
+  entry.worker.set_last_heartbeat_unix_ms(now_ms);
+  return entry;
+}
+
+WorkerEntry* WorkerRegistry::find(const std::string& id) {
+  const auto it = workers_.find(id);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+std::vector<WorkerEntry*> WorkerRegistry::all() {
+  std::vector<WorkerEntry*> entries;
+  for (const std::string& id : order_) entries.push_back(&workers_.at(id));
+  return entries;
+}
+
+void WorkerRegistry::assign(WorkerEntry& entry, const v1::RunningTask& task) {
+  entry.worker.set_state(v1::WORKER_STATE_BUSY);
+  *entry.worker.mutable_task() = task;
+  entry.task_acknowledged = false;
+  entry.release_at_ms = 0;
+}
+
+void WorkerRegistry::release(WorkerEntry& entry) {
+  if (entry.worker.state() != v1::WORKER_STATE_LOST) entry.worker.set_state(v1::WORKER_STATE_IDLE);
+  entry.worker.clear_task();
+  entry.task_acknowledged = false;
+  entry.release_at_ms = 0;
+}
+
+bool backend_matches(config::BackendChoice choice, v1::Backend backend) {
+  switch (choice) {
+    case config::BackendChoice::kCpu:
+      return backend == v1::BACKEND_CPU;
+    case config::BackendChoice::kCuda:
+      return backend == v1::BACKEND_CUDA;
+    default:
+      return true;
+  }
+}
+
+bool same_task(const v1::RunningTask& a, const v1::RunningTask& b) {
+  return a.job_id() == b.job_id() && a.attempt() == b.attempt() && a.rank() == b.rank();
+}
+
+}  // namespace mixtrain::server

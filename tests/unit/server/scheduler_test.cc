@@ -1,0 +1,283 @@
+// Why: gang scheduling is only right when every rank of a job starts
+// together, later jobs that fit are not starved by one that cannot start,
+// and a failed rank, a lost worker or a cancellation reaches every other
+// rank. These tests drive a real coordinator with fake workers over gRPC.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster_fixture.h"
+
+namespace mixtrain::server {
+namespace {
+
+using testing_support::ClusterTest;
+using testing_support::FakeWorker;
+using testing_support::spec;
+
+using SchedulerTest = ClusterTest;
+
+TEST_F(SchedulerTest, RegisteredWorkerHeartbeatsAndReceivesTheTaskOfASubmittedJob) {
+  auto worker = this->worker();
+  ASSERT_FALSE(worker->id().empty());
+  EXPECT_EQ(worker->heartbeat_interval_ms(), 200);
+  const std::string id = submit(spec(1));
+  const v1::Task task = worker->next_start();
+  EXPECT_EQ(task.job_id(), id);
+  EXPECT_EQ(task.attempt(), 1);
+  EXPECT_EQ(task.rank(), 0);
+  EXPECT_EQ(task.world_size(), 1);
+  EXPECT_EQ(task.spec_yaml(), spec(1));
+  EXPECT_EQ(task.rendezvous_scope(), id + "/1");
+  EXPECT_EQ(task.checkpoint_dir(), dir_.path("ckpt") + "/" + id);
+  EXPECT_FALSE(task.resume());
+  EXPECT_EQ(task.data_root(), std::filesystem::canonical(dir_.path()).string());
+  const v1::Job running = await_state(id, v1::JOB_STATE_RUNNING);
+  ASSERT_EQ(running.workers_size(), 1);
+  EXPECT_EQ(running.workers(0), worker->id());
+
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(jobs_
+                  ->ListWorkers(testing_support::call_context(testing_support::kClientToken).get(),
+                                {}, &workers)
+                  .ok());
+  ASSERT_EQ(workers.workers_size(), 1);
+  EXPECT_EQ(workers.workers(0).state(), v1::WORKER_STATE_BUSY);
+  EXPECT_EQ(workers.workers(0).task().job_id(), id);
+}
+
+TEST_F(SchedulerTest, GangJobWaitsForEnoughIdleWorkersThenStartsEveryRank) {
+  auto first = worker();
+  const std::string id = submit(spec(2, 0, "cpu"));
+  EXPECT_TRUE(eventually([&] {
+    return job(id).message() == "asks for 2 cpu workers, only 1 registered";
+  })) << job(id).message();
+  auto cuda = worker({.backend = v1::BACKEND_CUDA});
+  EXPECT_FALSE(first->next(std::chrono::milliseconds(300)).has_value());
+  EXPECT_EQ(job(id).state(), v1::JOB_STATE_QUEUED);
+
+  auto second = worker();
+  const v1::Task a = first->next_start();
+  const v1::Task b = second->next_start();
+  EXPECT_EQ(a.rank() + b.rank(), 1);
+  EXPECT_EQ(a.world_size(), 2);
+  EXPECT_EQ(b.world_size(), 2);
+  EXPECT_FALSE(cuda->next(std::chrono::milliseconds(100)).has_value());
+  await_state(id, v1::JOB_STATE_RUNNING);
+}
+
+TEST_F(SchedulerTest, WaitingMessageCountsIdleWorkers) {
+  auto busy = worker();
+  const std::string one = submit(spec(1));
+  busy->next_start();
+  auto idle = worker();
+  const std::string two = submit(spec(2));
+  EXPECT_TRUE(eventually([&] {
+    return job(two).message() == "waiting for 2 idle workers, 1 idle now";
+  })) << job(two).message();
+  EXPECT_EQ(job(one).state(), v1::JOB_STATE_RUNNING);
+}
+
+TEST_F(SchedulerTest, JobThatCannotStartDoesNotBlockASmallerOneBehindIt) {
+  auto worker = this->worker();
+  const std::string big = submit(spec(3));
+  const std::string small = submit(spec(1));
+  const v1::Task task = worker->next_start();
+  EXPECT_EQ(task.job_id(), small);
+  EXPECT_EQ(job(big).state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(job(big).message(), "asks for 3 workers, only 1 registered");
+}
+
+TEST_F(SchedulerTest, JobSucceedsWhenEveryRankDoesWithTheRankSummariesMerged) {
+  auto first = worker();
+  auto second = worker();
+  const std::string id = submit(spec(2));
+  v1::Task tasks[2];
+  for (FakeWorker* w : {first.get(), second.get()}) {
+    const v1::Task task = w->next_start();
+    tasks[task.rank()] = task;
+  }
+  FakeWorker* by_rank[2] = {job(id).workers(0) == first->id() ? first.get() : second.get(),
+                            job(id).workers(0) == first->id() ? second.get() : first.get()};
+  ASSERT_TRUE(by_rank[0]->report(tasks[0], v1::TASK_OUTCOME_RUNNING, "", "", 4).ok());
+  EXPECT_TRUE(eventually([&] { return job(id).progress().step() == 4; }));
+  ASSERT_TRUE(
+      by_rank[1]
+          ->report(tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", R"({"ranks":[{"rank":1,"x":1}]})")
+          .ok());
+  EXPECT_EQ(job(id).state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(by_rank[0]
+                  ->report(tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "",
+                           R"({"name":"t","steps":10,"ranks":[{"rank":0,"x":0}]})", 10)
+                  .ok());
+  const v1::Job done = await_state(id, v1::JOB_STATE_SUCCEEDED);
+  const nlohmann::json summary = nlohmann::json::parse(done.summary_json());
+  EXPECT_EQ(summary["name"], "t");
+  ASSERT_EQ(summary["ranks"].size(), 2u);
+  EXPECT_EQ(summary["ranks"][0]["rank"], 0);
+  EXPECT_EQ(summary["ranks"][1]["x"], 1);
+  EXPECT_EQ(done.progress().step(), 10);
+  EXPECT_EQ(done.restarts(), 0);
+  ASSERT_GE(done.events_size(), 3);
+  EXPECT_EQ(done.events(done.events_size() - 1).state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(SchedulerTest, FailedRankCancelsTheOtherRankRequeuesAndFailsAfterMaxRestarts) {
+  auto first = worker();
+  auto second = worker();
+  const std::string id = submit(spec(2, /*max_restarts=*/1));
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    const v1::Task a = first->next_start();
+    const v1::Task b = second->next_start();
+    EXPECT_EQ(a.attempt(), attempt);
+    EXPECT_EQ(a.resume(), attempt > 1);
+    ASSERT_TRUE(second->report(b, v1::TASK_OUTCOME_FAILED, "out of memory").ok());
+    const std::optional<v1::TaskCommand> cancel = first->next();
+    ASSERT_TRUE(cancel.has_value() && cancel->has_cancel())
+        << (cancel ? cancel->DebugString() : "");
+    EXPECT_EQ(cancel->cancel().job_id(), id);
+    EXPECT_EQ(cancel->cancel().attempt(), attempt);
+  }
+  const v1::Job failed = await_state(id, v1::JOB_STATE_FAILED);
+  EXPECT_EQ(failed.restarts(), 1);
+  EXPECT_EQ(failed.attempt(), 2);
+  EXPECT_NE(failed.message().find("worker " + second->id() + " failed: out of memory"),
+            std::string::npos)
+      << failed.message();
+  EXPECT_NE(failed.message().find("no restarts left"), std::string::npos);
+  bool requeued = false;
+  for (const v1::JobEvent& event : failed.events()) {
+    if (event.state() == v1::JOB_STATE_QUEUED &&
+        event.message().find("restart 1 of 1") != std::string::npos) {
+      requeued = true;
+    }
+  }
+  EXPECT_TRUE(requeued);
+}
+
+TEST_F(SchedulerTest, SilentWorkerBecomesLostAndItsJobIsRequeued) {
+  auto first = worker();
+  auto second = worker();
+  const std::string id = submit(spec(2, /*max_restarts=*/2));
+  first->next_start();
+  second->next_start();
+  second->stop_heartbeats();
+  const std::optional<v1::TaskCommand> cancel = first->next(std::chrono::seconds(4));
+  ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
+  EXPECT_TRUE(eventually([&] {
+    v1::Job current = job(id);
+    return current.restarts() == 1 && current.state() == v1::JOB_STATE_QUEUED;
+  })) << job(id).DebugString();
+  const std::string requeued = last_event_message(id, v1::JOB_STATE_QUEUED);
+  EXPECT_NE(requeued.find("rank 1 on worker " + second->id() + " was lost"), std::string::npos)
+      << requeued;
+  // While it waits, its message still says why it was restarted.
+  EXPECT_NE(job(id).message().find("only 1 registered (after attempt 1 failed: rank 1 on worker " +
+                                   second->id() + " was lost"),
+            std::string::npos)
+      << job(id).message();
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(jobs_
+                  ->ListWorkers(testing_support::call_context(testing_support::kClientToken).get(),
+                                {}, &workers)
+                  .ok());
+  EXPECT_EQ(workers.workers(1).state(), v1::WORKER_STATE_LOST);
+  EXPECT_EQ(workers.workers(0).state(), v1::WORKER_STATE_IDLE);
+}
+
+TEST_F(SchedulerTest, CancellingARunningJobCancelsEveryRank) {
+  auto first = worker();
+  auto second = worker();
+  const std::string id = submit(spec(2));
+  const v1::Task a = first->next_start();
+  second->next_start();
+  v1::CancelJobRequest request;
+  request.set_id(id);
+  v1::Job cancelled;
+  ASSERT_TRUE(jobs_
+                  ->CancelJob(testing_support::call_context(testing_support::kClientToken).get(),
+                              request, &cancelled)
+                  .ok());
+  EXPECT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
+  for (FakeWorker* w : {first.get(), second.get()}) {
+    const std::optional<v1::TaskCommand> cancel = w->next();
+    ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
+    EXPECT_EQ(cancel->cancel().job_id(), id);
+  }
+  // The workers are free again once their tasks ended: a new job starts.
+  ASSERT_TRUE(first->report(a, v1::TASK_OUTCOME_CANCELLED).ok());
+  const std::string next = submit(spec(2));
+  EXPECT_EQ(first->next_start().job_id(), next);
+  EXPECT_EQ(second->next_start().job_id(), next);
+}
+
+TEST_F(SchedulerTest, RendezvousScopeIsDroppedWhenTheAttemptEnds) {
+  auto w = worker();
+  const std::string id = submit(spec(1));
+  const v1::Task task = w->next_start();
+  v1::StoreSetRequest set;
+  set.set_scope(task.rendezvous_scope());
+  set.set_key("addr");
+  set.set_value("x");
+  v1::StoreSetResponse set_response;
+  ASSERT_TRUE(w->stub()
+                  .StoreSet(testing_support::call_context(testing_support::kJoinToken).get(), set,
+                            &set_response)
+                  .ok());
+  v1::StoreGetRequest get;
+  get.set_scope(task.rendezvous_scope());
+  get.set_key("addr");
+  v1::StoreGetResponse got;
+  ASSERT_TRUE(
+      w->stub()
+          .StoreGet(testing_support::call_context(testing_support::kJoinToken).get(), get, &got)
+          .ok());
+  ASSERT_TRUE(w->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  await_state(id, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(
+      w->stub()
+          .StoreGet(testing_support::call_context(testing_support::kJoinToken).get(), get, &got)
+          .error_code(),
+      grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
+TEST_F(SchedulerTest, StaleReportOfAnEarlierAttemptIsIgnored) {
+  auto w = worker();
+  const std::string id = submit(spec(1, 1));
+  const v1::Task first = w->next_start();
+  ASSERT_TRUE(w->report(first, v1::TASK_OUTCOME_FAILED, "boom").ok());
+  const v1::Task second = w->next_start();
+  EXPECT_EQ(second.attempt(), 2);
+  ASSERT_TRUE(w->report(first, v1::TASK_OUTCOME_FAILED, "late").ok());
+  EXPECT_EQ(job(id).state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(w->report(second, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  await_state(id, v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST_F(SchedulerTest, CallsOfAnUnknownWorkerAreNotFoundButHeartbeatAsksToRegister) {
+  auto stub = v1::WorkerService::NewStub(channel_);
+  v1::HeartbeatRequest heartbeat;
+  heartbeat.set_worker_id("w-nobody");
+  v1::HeartbeatResponse beat;
+  ASSERT_TRUE(stub->Heartbeat(testing_support::call_context(testing_support::kJoinToken).get(),
+                              heartbeat, &beat)
+                  .ok());
+  EXPECT_TRUE(beat.reregister());
+  v1::ReportProgressRequest report;
+  report.set_worker_id("w-nobody");
+  v1::ReportProgressResponse reported;
+  EXPECT_EQ(stub->ReportProgress(testing_support::call_context(testing_support::kJoinToken).get(),
+                                 report, &reported)
+                .error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  v1::TasksRequest tasks;
+  tasks.set_worker_id("w-nobody");
+  auto context = testing_support::call_context(testing_support::kJoinToken);
+  auto reader = stub->Tasks(context.get(), tasks);
+  v1::TaskCommand command;
+  EXPECT_FALSE(reader->Read(&command));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+}  // namespace
+}  // namespace mixtrain::server

@@ -1,0 +1,191 @@
+// Why: ranks rendezvous through the coordinator's Store while others set
+// keys, so gets and waits must block without starving the server (8 ranks
+// waiting at once), time out naming the missing key, and Add must refuse a
+// non-integer. The two tokens must never open each other's service, and a
+// refused call must change nothing.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <vector>
+
+#include "cluster_fixture.h"
+
+namespace mixtrain::server {
+namespace {
+
+using testing_support::call_context;
+using testing_support::ClusterTest;
+using testing_support::kClientToken;
+using testing_support::kJoinToken;
+using testing_support::spec;
+
+class StoreTest : public ClusterTest {
+ protected:
+  void SetUp() override {
+    ClusterTest::SetUp();
+    stub_ = v1::WorkerService::NewStub(channel_);
+  }
+  grpc::Status set(const std::string& key, const std::string& value) {
+    v1::StoreSetRequest request;
+    request.set_scope("job/1");
+    request.set_key(key);
+    request.set_value(value);
+    v1::StoreSetResponse response;
+    return stub_->StoreSet(call_context(kJoinToken).get(), request, &response);
+  }
+  grpc::Status get(const std::string& key, int64_t timeout_ms, std::string* value = nullptr) {
+    v1::StoreGetRequest request;
+    request.set_scope("job/1");
+    request.set_key(key);
+    request.set_timeout_ms(timeout_ms);
+    v1::StoreGetResponse response;
+    grpc::Status status = stub_->StoreGet(call_context(kJoinToken).get(), request, &response);
+    if (value != nullptr) *value = response.value();
+    return status;
+  }
+  grpc::Status wait(const std::vector<std::string>& keys, int64_t timeout_ms) {
+    v1::StoreWaitRequest request;
+    request.set_scope("job/1");
+    for (const std::string& key : keys) request.add_keys(key);
+    request.set_timeout_ms(timeout_ms);
+    v1::StoreWaitResponse response;
+    return stub_->StoreWait(call_context(kJoinToken).get(), request, &response);
+  }
+  grpc::Status add(const std::string& key, int64_t delta, int64_t* value) {
+    v1::StoreAddRequest request;
+    request.set_scope("job/1");
+    request.set_key(key);
+    request.set_delta(delta);
+    v1::StoreAddResponse response;
+    grpc::Status status = stub_->StoreAdd(call_context(kJoinToken).get(), request, &response);
+    *value = response.value();
+    return status;
+  }
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+};
+
+TEST_F(StoreTest, SetGetWaitAndAdd) {
+  ASSERT_TRUE(set("addr0", std::string("a\0b", 3)).ok());
+  std::string value;
+  ASSERT_TRUE(get("addr0", 0, &value).ok());
+  EXPECT_EQ(value, std::string("a\0b", 3));
+  EXPECT_TRUE(wait({"addr0"}, 0).ok());
+  int64_t sum = 0;
+  ASSERT_TRUE(add("count", 2, &sum).ok());
+  EXPECT_EQ(sum, 2);
+  ASSERT_TRUE(add("count", 3, &sum).ok());
+  EXPECT_EQ(sum, 5);
+  ASSERT_TRUE(get("count", 0, &value).ok());
+  EXPECT_EQ(value, "5");
+  const grpc::Status not_integer = add("addr0", 1, &sum);
+  EXPECT_EQ(not_integer.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(not_integer.error_message().find("addr0"), std::string::npos);
+}
+
+TEST_F(StoreTest, GetAndWaitTimeOutNamingTheMissingKey) {
+  const auto begin = std::chrono::steady_clock::now();
+  const grpc::Status missing = get("nope", 200);
+  EXPECT_GE(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(190));
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_NE(missing.error_message().find("'nope'"), std::string::npos) << missing.error_message();
+  ASSERT_TRUE(set("a", "1").ok());
+  const grpc::Status waited = wait({"a", "b", "c"}, 100);
+  EXPECT_EQ(waited.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_NE(waited.error_message().find("'b'"), std::string::npos) << waited.error_message();
+}
+
+TEST_F(StoreTest, GetReturnsOnceAnotherRankSets) {
+  std::future<grpc::Status> waiting =
+      std::async(std::launch::async, [&] { return get("late", 5000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(set("late", "v").ok());
+  EXPECT_TRUE(waiting.get().ok());
+}
+
+TEST_F(StoreTest, EightRanksWaitAtOnceWhileTheyEachSetTheirKey) {
+  std::vector<std::string> keys;
+  for (int rank = 0; rank < 8; ++rank) keys.push_back("rank" + std::to_string(rank));
+  std::vector<std::future<grpc::Status>> ranks;
+  for (int rank = 0; rank < 8; ++rank) {
+    ranks.push_back(std::async(std::launch::async, [&, rank] {
+      // Every rank waits for all keys first; a blocked gRPC thread per
+      // waiter would deadlock the sets below on a small thread pool.
+      std::future<grpc::Status> waiting =
+          std::async(std::launch::async, [&] { return wait(keys, 8000); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(50 * rank));
+      const grpc::Status s = set(keys[rank], "x");
+      if (!s.ok()) return s;
+      return waiting.get();
+    }));
+  }
+  for (auto& rank : ranks) {
+    const grpc::Status status = rank.get();
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  }
+}
+
+TEST_F(StoreTest, WaitersEndWhenTheCoordinatorShutsDown) {
+  std::future<grpc::Status> waiting =
+      std::async(std::launch::async, [&] { return get("never", 60'000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto begin = std::chrono::steady_clock::now();
+  server_->shutdown();
+  EXPECT_NE(waiting.get().error_code(), grpc::StatusCode::OK);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(3));
+}
+
+using AuthTest = ClusterTest;
+
+TEST_F(AuthTest, EachServiceTakesOnlyItsOwnToken) {
+  auto workers = v1::WorkerService::NewStub(channel_);
+  for (const std::string& token : {std::string(), std::string("wrong"), std::string(kClientToken),
+                                   std::string(kJoinToken) + "x"}) {
+    v1::RegisterRequest request;
+    request.set_hostname("intruder");
+    v1::RegisterResponse response;
+    EXPECT_EQ(workers->Register(call_context(token).get(), request, &response).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED)
+        << token;
+    v1::StoreSetRequest set;
+    set.set_scope("s");
+    set.set_key("k");
+    v1::StoreSetResponse set_response;
+    EXPECT_EQ(workers->StoreSet(call_context(token).get(), set, &set_response).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  for (const std::string& token : {std::string(), std::string(kJoinToken)}) {
+    v1::SubmitJobRequest submit;
+    submit.set_spec_yaml(spec());
+    v1::SubmitJobResponse submitted;
+    EXPECT_EQ(jobs_->SubmitJob(call_context(token).get(), submit, &submitted).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED)
+        << token;
+    v1::WatchJobRequest watch;
+    watch.set_id("x");
+    auto context = call_context(token);
+    auto reader = jobs_->WatchJob(context.get(), watch);
+    v1::JobUpdate update;
+    EXPECT_FALSE(reader->Read(&update));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // Nothing changed: no job, no worker, no key.
+  EXPECT_TRUE(server_->store().list_jobs()->empty());
+  v1::ListWorkersResponse listed;
+  ASSERT_TRUE(jobs_->ListWorkers(call_context(kClientToken).get(), {}, &listed).ok());
+  EXPECT_EQ(listed.workers_size(), 0);
+  v1::StoreGetRequest get;
+  get.set_scope("s");
+  get.set_key("k");
+  v1::StoreGetResponse got;
+  EXPECT_EQ(workers->StoreGet(call_context(kJoinToken).get(), get, &got).error_code(),
+            grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
+TEST_F(AuthTest, EqualTokensAreRefused) {
+  CoordinatorOptions same = options();
+  same.join_token = same.auth_token;
+  EXPECT_EQ(CoordinatorServer::start(same).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mixtrain::server
