@@ -26,6 +26,11 @@ if [ -x "$build/bench/comm_bench" ]; then
   echo "== ZeRO: step time, model-state memory and traffic per stage, N local ranks"
   /usr/bin/python3 bench/zero_step_bench.py "$build"
 fi
+if [ -x "$build/bench/coordinator_load" ]; then
+  echo
+  echo "== coordinator: 500 submissions from 8 concurrent clients"
+  "$build/bench/coordinator_load" "$build/bin"
+fi
 echo
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "== training throughput: mixtrain train vs PyTorch (several minutes)"

@@ -158,13 +158,14 @@ TEST_F(StreamTest, WatchJobSeesQueuedRunningSucceeded) {
   auto w = worker();
   const v1::Task task = w->next_start();
   ASSERT_TRUE(w->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
-  std::vector<v1::JobState> states;
+  // Message changes while it waits are updates too; each state shows once.
+  std::vector<v1::JobState> states{update.job().state()};
   while (reader->Read(&update)) {
-    if (states.empty() || states.back() != update.job().state())
-      states.push_back(update.job().state());
+    if (states.back() != update.job().state()) states.push_back(update.job().state());
   }
   EXPECT_TRUE(reader->Finish().ok());
-  EXPECT_EQ(states, (std::vector<v1::JobState>{v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED}));
+  EXPECT_EQ(states, (std::vector<v1::JobState>{v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING,
+                                               v1::JOB_STATE_SUCCEEDED}));
 }
 
 TEST_F(StreamTest, StreamLogsTailsAndFollowsUntilTheJobEnds) {

@@ -1,0 +1,198 @@
+// Why: issue 5 asks what the coordinator costs under load: 500 job
+// submissions from 8 concurrent clients (every other one cancelled right
+// away, the rest left queued since no worker is registered), each of which
+// must be recorded exactly once, with the submit latency's p50/p99 and the
+// coordinator's peak resident memory. It runs the real `mixtrain-coordinator`
+// binary on a free port with a throwaway database.
+//
+//   coordinator_load BIN_DIR [--clients 8] [--jobs 500]
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpc_channel.h"
+#include "mixtrain.grpc.pb.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kToken[] = "load-bench-token";
+constexpr char kSpec[] = R"(version: 1
+name: load
+model: {arch: gpt, layers: 1, heads: 2, dim: 32, seq_len: 16, vocab: 256}
+data: {train: "builtin:demo", val_fraction: 0.1}
+train: {steps: 10}
+resources: {workers: 1}
+)";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// VmHWM of `pid` in bytes (the peak resident set), 0 when unreadable.
+long long peak_rss_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
+  return values[index];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: coordinator_load BIN_DIR [--clients N] [--jobs N]\n";
+    return 2;
+  }
+  int clients = 8;
+  int jobs = 500;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--clients") clients = std::stoi(argv[i + 1]);
+    if (flag == "--jobs") jobs = std::stoi(argv[i + 1]);
+  }
+  const fs::path work = fs::temp_directory_path() / ("mixtrain-load-" + std::to_string(getpid()));
+  fs::create_directories(work);
+  std::ofstream(work / "token") << kToken;
+  std::ofstream(work / "join-token") << "load-bench-join-token";
+
+  const std::string binary = (fs::path(argv[1]) / "mixtrain-coordinator").string();
+  const std::string log = (work / "coordinator.log").string();
+  std::vector<std::string> args = {binary,
+                                   "--listen=127.0.0.1:0",
+                                   "--http=127.0.0.1:0",
+                                   "--db=" + (work / "load.db").string(),
+                                   "--auth-token-file=" + (work / "token").string(),
+                                   "--join-token-file=" + (work / "join-token").string(),
+                                   "--data-root=" + work.string(),
+                                   "--checkpoint-root=" + (work / "checkpoints").string()};
+  std::vector<char*> c_args;
+  for (std::string& arg : args) c_args.push_back(arg.data());
+  c_args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT, 0644);
+  pid_t coordinator = 0;
+  if (posix_spawn(&coordinator, binary.c_str(), &actions, nullptr, c_args.data(), environ) != 0) {
+    std::cerr << "coordinator_load: cannot start " << binary << "\n";
+    return 1;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+
+  int port = 0;
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    const std::string text = read_file(log);
+    const size_t at = text.find("serving on port ");
+    if (at != std::string::npos) port = std::atoi(text.c_str() + at + 16);
+    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  int exit_code = 0;
+  if (port == 0) {
+    std::cerr << "coordinator_load: the coordinator did not start:\n" << read_file(log);
+    exit_code = 1;
+  } else {
+    auto channel = mixtrain::cli::make_coordinator_channel("127.0.0.1:" + std::to_string(port));
+    auto stub = mixtrain::v1::JobService::NewStub(*channel);
+    std::mutex mu;
+    std::vector<double> latencies_ms;
+    std::vector<std::string> ids;
+    int errors = 0;
+    const auto started = Clock::now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        for (int j = c; j < jobs; j += clients) {
+          mixtrain::v1::SubmitJobRequest request;
+          request.set_spec_yaml(kSpec);
+          mixtrain::v1::SubmitJobResponse response;
+          grpc::ClientContext context;
+          mixtrain::cli::prepare_call(context, kToken, std::chrono::seconds(30));
+          const auto begin = Clock::now();
+          const grpc::Status status = stub->SubmitJob(&context, request, &response);
+          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
+          bool cancelled = true;
+          if (status.ok() && j % 2 == 0) {
+            mixtrain::v1::CancelJobRequest cancel;
+            cancel.set_id(response.id());
+            mixtrain::v1::Job job;
+            grpc::ClientContext cancel_context;
+            mixtrain::cli::prepare_call(cancel_context, kToken, std::chrono::seconds(30));
+            cancelled = stub->CancelJob(&cancel_context, cancel, &job).ok();
+          }
+          std::lock_guard lock(mu);
+          if (!status.ok() || !cancelled) {
+            ++errors;
+            continue;
+          }
+          latencies_ms.push_back(ms);
+          ids.push_back(response.id());
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+
+    mixtrain::v1::ListJobsResponse listed;
+    grpc::ClientContext context;
+    mixtrain::cli::prepare_call(context, kToken, std::chrono::seconds(30));
+    const grpc::Status status = stub->ListJobs(&context, {}, &listed);
+    std::map<std::string, int> recorded;
+    std::map<int, int> by_state;
+    for (const auto& job : listed.jobs()) {
+      ++recorded[job.id()];
+      ++by_state[job.state()];
+    }
+    int missing = 0, duplicated = 0;
+    for (const std::string& id : ids) missing += recorded.count(id) == 0;
+    for (const auto& [id, count] : recorded) duplicated += count > 1;
+    const long long rss = peak_rss_bytes(coordinator);
+    std::printf("%d submissions from %d clients in %.2f s (%.0f/s), %d errors\n", jobs, clients,
+                seconds, jobs / seconds, errors);
+    std::printf("submit latency: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+                percentile(latencies_ms, 0.50), percentile(latencies_ms, 0.99),
+                percentile(latencies_ms, 1.0));
+    std::printf("recorded: %d jobs (%d queued, %d cancelled), %d missing, %d duplicated\n",
+                listed.jobs_size(), by_state[mixtrain::v1::JOB_STATE_QUEUED],
+                by_state[mixtrain::v1::JOB_STATE_CANCELLED], missing, duplicated);
+    std::printf("coordinator peak RSS: %.1f MiB\n", rss / 1048576.0);
+    if (!status.ok() || errors != 0 || missing != 0 || duplicated != 0 ||
+        listed.jobs_size() != jobs) {
+      std::cerr << "coordinator_load: not every submission was recorded exactly once\n";
+      exit_code = 1;
+    }
+  }
+  kill(coordinator, SIGTERM);
+  waitpid(coordinator, nullptr, 0);
+  fs::remove_all(work);
+  return exit_code;
+}
