@@ -34,6 +34,10 @@ std::string describe_rank(int rank, const std::string& worker_id) {
   return "rank " + std::to_string(rank) + " on worker " + worker_id;
 }
 
+// After a restart, how much longer than one worker timeout the ranks of a
+// running attempt have to come back.
+constexpr int64_t kReconnectMarginMs = 5'000;
+
 }  // namespace
 
 std::string rendezvous_scope(const std::string& job_id, int32_t attempt) {
@@ -53,7 +57,9 @@ absl::Status Scheduler::start() {
   if (!jobs.ok()) return jobs.status();
   {
     absl::MutexLock lock(&mu_);
-    const int64_t deadline = now_unix_ms() + options_.worker_timeout.count();
+    // Agents retry every 2 s at most and their channels reconnect within
+    // 2 s, so a live worker is back within one timeout plus that margin.
+    const int64_t deadline = now_unix_ms() + options_.worker_timeout.count() + kReconnectMarginMs;
     for (const JobRecord& job : *jobs) {
       if (job.state != v1::JOB_STATE_RUNNING) continue;
       const absl::StatusOr<Needs> needs = needs_locked(job);
@@ -300,7 +306,9 @@ void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string
   if (it == running_.end()) return;
   const int32_t attempt = it->second.attempt;
   const int64_t max_restarts = it->second.max_restarts;
-  end_attempt_locked(job_id, "another rank failed: " + cause, /*free_workers_now=*/true);
+  // The other ranks stay busy until they report their end (or time out),
+  // so the next attempt cannot be handed to a worker still stopping one.
+  end_attempt_locked(job_id, "another rank failed: " + cause, /*free_workers_now=*/false);
   const absl::StatusOr<JobRecord> job = store_->get_job(job_id);
   if (!job.ok()) return;
   const std::string failed = "attempt " + std::to_string(attempt) + " failed: " + cause;
@@ -426,18 +434,25 @@ absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request
     return absl::NotFoundError("unknown worker '" + request.worker_id() + "': register again");
   }
   const v1::RunningTask& task = request.task();
-  if (!worker->worker.has_task() || !same_task(worker->worker.task(), task)) {
-    return absl::OkStatus();  // a stale report of an earlier task
-  }
-  worker->task_acknowledged = true;
-  worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
-  if (is_final_outcome(request.outcome())) {
-    WorkerRegistry::release(*worker);
-    dirty_ = true;
-  }
+  const bool holds = worker->worker.has_task() && same_task(worker->worker.task(), task);
   Attempt* attempt = attempt_of_locked(task, request.worker_id());
+  // A rank that ended while this coordinator was down reports its outcome
+  // once its agent registered again, no longer running it.
+  const bool ended_while_away = !holds && attempt != nullptr && attempt->recover_until_ms != 0 &&
+                                !attempt->ranks[task.rank()].back &&
+                                is_final_outcome(request.outcome());
+  if (!holds && !ended_while_away) return absl::OkStatus();  // a stale report of an earlier task
+  worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
+  if (holds) {
+    worker->task_acknowledged = true;
+    if (is_final_outcome(request.outcome())) {
+      WorkerRegistry::release(*worker);
+      dirty_ = true;
+    }
+  }
   if (attempt == nullptr) return absl::OkStatus();  // the job no longer runs
   Rank& rank = attempt->ranks[task.rank()];
+  if (ended_while_away) rank.back = true;
   const int64_t now = now_unix_ms();
   if (task.rank() == 0 && request.has_progress() &&
       (is_final_outcome(request.outcome()) || now - attempt->last_progress_ms >= 1000)) {

@@ -251,18 +251,21 @@ void Agent::handle(const v1::TaskCommand& command) {
 
 void Agent::start_task(const v1::Task& task) {
   absl::MutexLock lock(&mu_);
+  v1::RunningTask running;
+  running.set_job_id(task.job_id());
+  running.set_attempt(task.attempt());
+  running.set_rank(task.rank());
   if (runner_ && !runner_->finished()) {
-    say("mixtrain-worker: ignoring start of " + task_name(task) + ": already running " +
-        task_name(runner_->task()));
+    // Refused at once, so that its attempt fails now rather than after the
+    // other ranks' rendezvous timeout.
+    const std::string problem = "this worker still runs " + task_name(runner_->task());
+    say("mixtrain-worker: refusing " + task_name(task) + ": " + problem);
+    reporter_.finish(running, v1::TASK_OUTCOME_FAILED, problem, "");
     return;
   }
   // The last task's process ended; wait for its last event (its final
   // report and the removal of its series) before the next task begins.
   runner_.reset();
-  v1::RunningTask running;
-  running.set_job_id(task.job_id());
-  running.set_attempt(task.attempt());
-  running.set_rank(task.rank());
   if (const std::string problem = task_problem(task); !problem.empty()) {
     say("mixtrain-worker: refusing " + task_name(task) + ": " + problem);
     reporter_.finish(running, v1::TASK_OUTCOME_FAILED, "invalid task: " + problem, "");

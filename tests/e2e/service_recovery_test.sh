@@ -13,7 +13,7 @@
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh" "$1"
 
-STEPS=120 DIM=128 SEQ=64 BATCH=8 write_spec "$WORK/data/job.yaml" recovery
+STEPS=300 DIM=128 SEQ=64 BATCH=8 write_spec "$WORK/data/job.yaml" recovery
 # The reference, without any service.
 mixtrain train "$WORK/data/job.yaml" --nproc 2 --set "checkpoint.dir=$WORK/reference" \
   >"$WORK/reference.log" 2>&1 || fail "the reference run failed"

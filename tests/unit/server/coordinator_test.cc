@@ -64,6 +64,34 @@ TEST_F(RestartTest, RunningJobContinuesWhenItsWorkersComeBack) {
   await_state(job_id, v1::JOB_STATE_SUCCEEDED);
 }
 
+TEST_F(RestartTest, RanksThatEndedWhileTheCoordinatorWasDownStillCount) {
+  std::string ids[2];
+  v1::Task tasks[2];
+  std::string job_id;
+  {
+    auto first = worker();
+    auto second = worker();
+    job_id = submit(spec(2));
+    tasks[0] = first->next_start();
+    tasks[1] = second->next_start();
+    ids[0] = first->id();
+    ids[1] = second->id();
+    await_state(job_id, v1::JOB_STATE_RUNNING);
+    first->stop_heartbeats();
+    second->stop_heartbeats();
+    server_->shutdown();
+  }
+  start();
+  // Both come back running nothing and deliver the outcomes they kept.
+  auto first = worker({.previous_worker_id = ids[0]});
+  auto second = worker({.previous_worker_id = ids[1]});
+  ASSERT_TRUE(first->report(tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  ASSERT_TRUE(second->report(tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  const v1::Job done = await_state(job_id, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.attempt(), 1);
+  EXPECT_EQ(done.restarts(), 0);
+}
+
 TEST_F(RestartTest, RunningJobIsRequeuedWhenAWorkerDoesNotComeBack) {
   std::string kept_id;
   v1::Task kept_task;
@@ -82,7 +110,7 @@ TEST_F(RestartTest, RunningJobIsRequeuedWhenAWorkerDoesNotComeBack) {
   start();
   auto back =
       worker({.previous_worker_id = kept_id, .running = {FakeWorker::running_task(kept_task)}});
-  const std::optional<v1::TaskCommand> cancel = back->next(std::chrono::seconds(4));
+  const std::optional<v1::TaskCommand> cancel = back->next(std::chrono::seconds(10));
   ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
   EXPECT_EQ(cancel->cancel().attempt(), 1);
   const v1::Job requeued = await_state(job_id, v1::JOB_STATE_QUEUED);
