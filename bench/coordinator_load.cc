@@ -40,7 +40,7 @@ constexpr char kSpec[] = R"(version: 1
 name: load
 model: {arch: gpt, layers: 1, heads: 2, dim: 32, seq_len: 16, vocab: 256}
 data: {train: "builtin:demo", val_fraction: 0.1}
-train: {steps: 10}
+train: {steps: 10, warmup_steps: 2}
 resources: {workers: 1}
 )";
 
@@ -61,7 +61,9 @@ long long peak_rss_bytes(pid_t pid) {
   return 0;
 }
 
+// The `p` quantile of `values` (0 when empty).
 double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());
   const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
   return values[index];
@@ -127,6 +129,7 @@ int main(int argc, char** argv) {
     std::vector<double> latencies_ms;
     std::vector<std::string> ids;
     int errors = 0;
+    std::string first_error;
     const auto started = Clock::now();
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c) {
@@ -151,7 +154,7 @@ int main(int argc, char** argv) {
           }
           std::lock_guard lock(mu);
           if (!status.ok() || !cancelled) {
-            ++errors;
+            if (errors++ == 0) first_error = status.error_message();
             continue;
           }
           latencies_ms.push_back(ms);
@@ -176,8 +179,9 @@ int main(int argc, char** argv) {
     for (const std::string& id : ids) missing += recorded.count(id) == 0;
     for (const auto& [id, count] : recorded) duplicated += count > 1;
     const long long rss = peak_rss_bytes(coordinator);
-    std::printf("%d submissions from %d clients in %.2f s (%.0f/s), %d errors\n", jobs, clients,
-                seconds, jobs / seconds, errors);
+    std::printf("%d submissions from %d clients in %.2f s (%.0f/s), %d errors%s\n", jobs, clients,
+                seconds, jobs / seconds, errors,
+                errors == 0 ? "" : (", the first: " + first_error).c_str());
     std::printf("submit latency: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
                 percentile(latencies_ms, 0.50), percentile(latencies_ms, 0.99),
                 percentile(latencies_ms, 1.0));
