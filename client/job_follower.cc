@@ -2,6 +2,7 @@
 #include "job_follower.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 #include <utility>
 
@@ -67,11 +68,12 @@ class JobWatcher {
 // One read of the job: a WatchJob stream to its end, or one GetJob.
 struct Reading {
   grpc::Status status;
-  bool heard = false;  // at least one update arrived
+  bool heard = false;       // at least one update arrived
+  std::string stop_reason;  // why the follow must end now; empty: it goes on
 };
 
 Reading watch(CoordinatorClient& client, const std::string& id, JobWatcher& watcher,
-              std::optional<v1::Job>& last) {
+              std::optional<v1::Job>& last, const FollowOptions& options) {
   grpc::ClientContext context;
   client.prepare_stream(context);
   v1::WatchJobRequest request;
@@ -79,6 +81,23 @@ Reading watch(CoordinatorClient& client, const std::string& id, JobWatcher& watc
   Reading reading;
   std::unique_ptr<grpc::ClientReader<v1::JobUpdate>> reader =
       client.jobs().WatchJob(&context, request);
+  // A job that does not change blocks Read, so the stop reason is asked on
+  // a thread of its own, which cancels the stream when there is one.
+  std::atomic<bool> ended{false};
+  std::thread guard;
+  if (options.stop_reason) {
+    guard = std::thread([&] {
+      while (!ended.load()) {
+        std::string reason = options.stop_reason();
+        if (!reason.empty()) {
+          reading.stop_reason = std::move(reason);
+          context.TryCancel();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
   v1::JobUpdate update;
   while (reader->Read(&update)) {
     reading.heard = true;
@@ -86,6 +105,8 @@ Reading watch(CoordinatorClient& client, const std::string& id, JobWatcher& watc
     last = update.job();
   }
   reading.status = reader->Finish();
+  ended = true;
+  if (guard.joinable()) guard.join();
   return reading;
 }
 
@@ -142,11 +163,19 @@ FollowResult follow_job(CoordinatorClient& client, const std::string& id,
   const bool json = options.format == OutputFormat::kJson;
   JobWatcher watcher(json ? err : out, options.terminal && !json);
   FollowResult result;
+  // Ends the follow early, saying why.
+  const auto stop = [&](const std::string& reason) {
+    watcher.finish();
+    err << "mixtrain: " << reason << "\n";
+    result.exit_code = kExitJobFailed;
+    return result;
+  };
   bool use_watch = true;
   ReconnectBackoff backoff(options.give_up_after);
   while (!result.job || !is_final(result.job->state())) {
-    const Reading reading =
-        use_watch ? watch(client, id, watcher, result.job) : poll(client, id, watcher, result.job);
+    const Reading reading = use_watch ? watch(client, id, watcher, result.job, options)
+                                      : poll(client, id, watcher, result.job);
+    if (!reading.stop_reason.empty()) return stop(reading.stop_reason);
     if (reading.heard) backoff.heard();
     if (result.job && is_final(result.job->state())) break;
     const grpc::StatusCode code = reading.status.error_code();
@@ -171,12 +200,7 @@ FollowResult follow_job(CoordinatorClient& client, const std::string& id,
       wait = *next;
     }
     const std::string reason = pause(wait, options);
-    if (!reason.empty()) {
-      watcher.finish();
-      err << "mixtrain: " << reason << "\n";
-      result.exit_code = kExitJobFailed;
-      return result;
-    }
+    if (!reason.empty()) return stop(reason);
   }
   // The stream's last update may predate the summary and the event list.
   poll(client, id, watcher, result.job);

@@ -20,7 +20,7 @@ namespace mixtrain::cli {
 struct FollowOptions {
   OutputFormat format = OutputFormat::kTable;
   bool terminal = false;  // stdout is a terminal: the progress line is rewritten in place
-  // Asked between reads and while waiting to reconnect; a non-empty answer
+  // Asked every 100 ms (from another thread while a stream is open); a non-empty answer
   // (why) ends the follow with exit code 1. Empty function: never.
   std::function<std::string()> stop_reason;
   // How long the coordinator may stay unreachable before giving up (exit 3).

@@ -5,7 +5,8 @@
 # before anything starts, Ctrl-C stops every process and removes the state
 # directory, a worker that dies ends the run with exit 1 naming its log and
 # keeping the state directory, and the tokens are 0600 files.
-# Training through `local` is tested once mixtrain-worker exists.
+# Training through `local` is `make demo` (and service_cluster covers the
+# real workers).
 #   local_supervision_test.sh MIXTRAIN_BINARY COORDINATOR_BINARY SOURCE_DIR
 set -euo pipefail
 mixtrain=$1
@@ -21,9 +22,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; cat "$work"/out "$work"/err >&2 2>/dev/null || true; exit 1; }
 
-# bin/: mixtrain, a coordinator that drops the flags it does not know yet
-# (the other branch adds --http, --join-token-file, --data-root and
-# --checkpoint-root), and the stand-in worker; each records its pid.
+# bin/: mixtrain, the coordinator behind a wrapper that records its pid (and
+# keeps only the flags its --help lists), and the stand-in worker.
 mkdir -p "$work/bin" "$work/pids" "$work/tmp"
 cp "$mixtrain" "$work/bin/mixtrain"
 cat >"$work/bin/mixtrain-coordinator" <<SH

@@ -24,98 +24,77 @@ using testing_support::kClientToken;
 using testing_support::kJoinToken;
 using testing_support::spec;
 
-using RestartTest = ClusterTest;
+class RestartTest : public ClusterTest {
+ protected:
+  // A 2-rank job started on two workers, then the coordinator stopped and
+  // started again on the same database (the workers silent meanwhile).
+  struct Before {
+    std::string job_id;
+    std::string worker_ids[2];
+    v1::Task tasks[2];
+  };
+  Before run_two_ranks_then_restart(const std::string& job_spec = spec(2)) {
+    Before before;
+    {
+      auto first = worker();
+      auto second = worker();
+      before.job_id = submit(job_spec);
+      before.tasks[0] = first->next_start();
+      before.tasks[1] = second->next_start();
+      before.worker_ids[0] = first->id();
+      before.worker_ids[1] = second->id();
+      await_state(before.job_id, v1::JOB_STATE_RUNNING);
+      first->stop_heartbeats();
+      second->stop_heartbeats();
+      server_->shutdown();
+    }
+    start();
+    return before;
+  }
+};
 
 TEST_F(RestartTest, RunningJobContinuesWhenItsWorkersComeBack) {
-  std::string ids[2];
-  v1::Task tasks[2];
-  std::string job_id;
-  {
-    auto first = worker();
-    auto second = worker();
-    job_id = submit(spec(2));
-    tasks[0] = first->next_start();
-    tasks[1] = second->next_start();
-    ids[0] = first->id();
-    ids[1] = second->id();
-    await_state(job_id, v1::JOB_STATE_RUNNING);
-    first->stop_heartbeats();
-    second->stop_heartbeats();
-    server_->shutdown();
-  }
-  start();
+  const Before before = run_two_ranks_then_restart();
+  const std::string& job_id = before.job_id;
+  const v1::Task* tasks = before.tasks;
   EXPECT_EQ(job(job_id).state(), v1::JOB_STATE_RUNNING);
-  auto first =
-      worker({.previous_worker_id = ids[0], .running = {FakeWorker::running_task(tasks[0])}});
-  auto second =
-      worker({.previous_worker_id = ids[1], .running = {FakeWorker::running_task(tasks[1])}});
-  EXPECT_EQ(first->id(), ids[0]);
+  auto first = worker({.previous_worker_id = before.worker_ids[0],
+                       .running = {FakeWorker::running_task(tasks[0])}});
+  auto second = worker({.previous_worker_id = before.worker_ids[1],
+                        .running = {FakeWorker::running_task(tasks[1])}});
+  EXPECT_EQ(first->id(), before.worker_ids[0]);
   // Past the grace period the attempt still runs, nothing was resent.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(job(job_id).state(), v1::JOB_STATE_RUNNING);
   EXPECT_EQ(job(job_id).attempt(), 1);
   EXPECT_FALSE(first->next(std::chrono::milliseconds(10)).has_value());
-  ASSERT_TRUE(
-      first->report(tasks[tasks[0].rank() == 0 ? 0 : 1], v1::TASK_OUTCOME_SUCCEEDED, "", "{}")
-          .ok());
-  ASSERT_TRUE(
-      second->report(tasks[tasks[0].rank() == 0 ? 1 : 0], v1::TASK_OUTCOME_SUCCEEDED, "", "{}")
-          .ok());
+  ASSERT_TRUE(first->report(tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  ASSERT_TRUE(second->report(tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
   await_state(job_id, v1::JOB_STATE_SUCCEEDED);
 }
 
 TEST_F(RestartTest, RanksThatEndedWhileTheCoordinatorWasDownStillCount) {
-  std::string ids[2];
-  v1::Task tasks[2];
-  std::string job_id;
-  {
-    auto first = worker();
-    auto second = worker();
-    job_id = submit(spec(2));
-    tasks[0] = first->next_start();
-    tasks[1] = second->next_start();
-    ids[0] = first->id();
-    ids[1] = second->id();
-    await_state(job_id, v1::JOB_STATE_RUNNING);
-    first->stop_heartbeats();
-    second->stop_heartbeats();
-    server_->shutdown();
-  }
-  start();
+  const Before before = run_two_ranks_then_restart();
   // Both come back running nothing and deliver the outcomes they kept.
-  auto first = worker({.previous_worker_id = ids[0]});
-  auto second = worker({.previous_worker_id = ids[1]});
-  ASSERT_TRUE(first->report(tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
-  ASSERT_TRUE(second->report(tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
-  const v1::Job done = await_state(job_id, v1::JOB_STATE_SUCCEEDED);
+  auto first = worker({.previous_worker_id = before.worker_ids[0]});
+  auto second = worker({.previous_worker_id = before.worker_ids[1]});
+  ASSERT_TRUE(first->report(before.tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  ASSERT_TRUE(second->report(before.tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  const v1::Job done = await_state(before.job_id, v1::JOB_STATE_SUCCEEDED);
   EXPECT_EQ(done.attempt(), 1);
   EXPECT_EQ(done.restarts(), 0);
 }
 
 TEST_F(RestartTest, RunningJobIsRequeuedWhenAWorkerDoesNotComeBack) {
-  std::string kept_id;
-  v1::Task kept_task;
-  std::string job_id;
-  {
-    auto first = worker();
-    auto second = worker();
-    job_id = submit(spec(2, /*max_restarts=*/1));
-    kept_task = first->next_start();
-    second->next_start();
-    kept_id = first->id();
-    first->stop_heartbeats();
-    second->stop_heartbeats();
-    server_->shutdown();
-  }
-  start();
-  auto back =
-      worker({.previous_worker_id = kept_id, .running = {FakeWorker::running_task(kept_task)}});
+  const Before before = run_two_ranks_then_restart(spec(2, /*max_restarts=*/1));
+  auto back = worker({.previous_worker_id = before.worker_ids[0],
+                      .running = {FakeWorker::running_task(before.tasks[0])}});
   const std::optional<v1::TaskCommand> cancel = back->next(std::chrono::seconds(10));
   ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
   EXPECT_EQ(cancel->cancel().attempt(), 1);
-  const v1::Job requeued = await_state(job_id, v1::JOB_STATE_QUEUED);
+  const v1::Job requeued = await_state(before.job_id, v1::JOB_STATE_QUEUED);
   EXPECT_EQ(requeued.restarts(), 1);
-  const std::string cause = last_event_message(job_id, v1::JOB_STATE_QUEUED);
+  const std::string cause = last_event_message(before.job_id, v1::JOB_STATE_QUEUED);
   EXPECT_NE(cause.find("did not come back after the coordinator restarted"), std::string::npos)
       << cause;
 }
