@@ -11,7 +11,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev
   libyaml-cpp-dev
-  prometheus-cpp-dev libcivetweb-dev openssl
+  prometheus-cpp-dev openssl
   libgtest-dev libgmock-dev
   libbenchmark-dev
   libcli11-dev

@@ -1,32 +1,47 @@
 // Why: see http_server.h.
 #include "http_server.h"
 
-#include <civetweb.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
-#include <mutex>
+#include <cstring>
 
 namespace mixtrain::server {
 namespace {
 
-// A free TCP port, found by binding port 0 (civetweb cannot pick one).
-int pick_free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
+constexpr size_t kMaxRequestBytes = 16 * 1024;
+constexpr int kRequestTimeoutMs = 5'000;
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    default:
+      return "Internal Server Error";
   }
-  close(fd);
-  return port;
+}
+
+void write_all(int fd, const std::string& data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    sent += static_cast<size_t>(n);
+  }
 }
 
 }  // namespace
@@ -51,60 +66,103 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(
     const std::string& listen, std::map<std::string, HttpHandler> routes) {
   absl::StatusOr<std::pair<std::string, int>> host_port = split_host_port(listen, "HTTP address");
   if (!host_port.ok()) return host_port.status();
-  static std::once_flag initialized;
-  std::call_once(initialized, [] { mg_init_library(0); });
-
+  std::string host = host_port->first;
+  if (host.empty()) host = "0.0.0.0";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(host_port->second).c_str(), &hints, &found) != 0 ||
+      found == nullptr) {
+    return absl::InvalidArgumentError("HTTP address: cannot resolve \"" + host + "\"");
+  }
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(routes)));
-  // Port 0 asks for a free port; civetweb needs a number, so one is picked
-  // and retried a few times in case another process takes it meanwhile.
-  const int attempts = host_port->second == 0 ? 5 : 1;
-  for (int attempt = 0; attempt < attempts && server->context_ == nullptr; ++attempt) {
-    const int port = host_port->second == 0 ? pick_free_port() : host_port->second;
-    std::string host = host_port->first;
-    if (host == "0.0.0.0" || host.empty()) host.clear();
-    const std::string ports = (host.empty() ? "" : host + ":") + std::to_string(port);
-    const char* options[] = {"listening_ports", ports.c_str(), "num_threads", "4", nullptr};
-    mg_callbacks callbacks{};
-    callbacks.log_message = [](const ::mg_connection*, const char*) -> int { return 1; };  // quiet
-    server->context_ = mg_start(&callbacks, nullptr, options);
-    server->port_ = port;
+  server->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int on = 1;
+  setsockopt(server->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  const bool bound = server->listen_fd_ >= 0 &&
+                     bind(server->listen_fd_, found->ai_addr, found->ai_addrlen) == 0 &&
+                     ::listen(server->listen_fd_, 64) == 0;
+  const std::string why = std::strerror(errno);
+  freeaddrinfo(found);
+  if (!bound) return absl::UnavailableError("cannot listen on " + listen + ": " + why);
+  sockaddr_in address{};
+  socklen_t length = sizeof(address);
+  getsockname(server->listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
+  server->port_ = ntohs(address.sin_port);
+  if (pipe2(server->wake_fds_, O_CLOEXEC) != 0) {
+    return absl::UnavailableError("cannot listen on " + listen + ": no pipe");
   }
-  if (server->context_ == nullptr) return absl::UnavailableError("cannot listen on " + listen);
-  for (const auto& route : server->routes_) {
-    mg_set_request_handler(server->context_, route.first.c_str(), &HttpServer::handle,
-                           const_cast<std::pair<const std::string, HttpHandler>*>(&route));
-  }
+  server->thread_ = std::thread([raw = server.get()] { raw->serve(); });
   return server;
 }
 
 HttpServer::~HttpServer() {
-  if (context_ != nullptr) mg_stop(context_);
+  if (thread_.joinable()) {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t written = write(wake_fds_[1], &byte, 1);
+    thread_.join();
+  }
+  for (int fd : {listen_fd_, wake_fds_[0], wake_fds_[1]}) {
+    if (fd >= 0) close(fd);
+  }
 }
 
-int HttpServer::handle(::mg_connection* connection, void* route) {
-  const mg_request_info* request = mg_get_request_info(connection);
-  const auto& [path, handler] =
-      *static_cast<const std::pair<const std::string, HttpHandler>*>(route);
-  const std::string method = request->request_method;
+void HttpServer::serve() {
+  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
+  while (true) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    const int connection = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (connection < 0) continue;
+    answer(connection);
+    close(connection);
+  }
+}
+
+void HttpServer::answer(int connection) {
+  // One request per connection ("Connection: close"); a client that sends
+  // nothing for kRequestTimeoutMs is dropped so it cannot stall the rest.
+  std::string request;
+  char buffer[4096];
+  while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
+    pollfd readable{connection, POLLIN, 0};
+    if (poll(&readable, 1, kRequestTimeoutMs) <= 0) return;
+    const ssize_t n = recv(connection, buffer, sizeof(buffer), 0);
+    if (n <= 0) return;
+    request.append(buffer, static_cast<size_t>(n));
+  }
   HttpResponse response;
-  // civetweb also hands longer paths ("/metrics/x") to a handler; only the
-  // exact path is ours.
-  if (request->local_uri == nullptr || path != request->local_uri) {
-    response = {404, "text/plain; charset=utf-8", "not found\n"};
-  } else if (method != "GET" && method != "HEAD") {
-    response = {405, "text/plain; charset=utf-8", "only GET and HEAD\n"};
+  bool head_only = false;
+  const size_t method_end = request.find(' ');
+  const size_t path_end =
+      method_end == std::string::npos ? method_end : request.find(' ', method_end + 1);
+  if (path_end == std::string::npos) {
+    response = {400, "text/plain; charset=utf-8", "bad request\n"};
   } else {
-    response = handler();
+    const std::string method = request.substr(0, method_end);
+    std::string path = request.substr(method_end + 1, path_end - method_end - 1);
+    path = path.substr(0, path.find('?'));
+    const auto route = routes_.find(path);
+    if (route == routes_.end()) {
+      response = {404, "text/plain; charset=utf-8", "not found\n"};
+    } else if (method != "GET" && method != "HEAD") {
+      response = {405, "text/plain; charset=utf-8", "only GET and HEAD\n"};
+    } else {
+      response = route->second();
+    }
+    if (method == "HEAD") head_only = true;
   }
-  mg_printf(connection,
-            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-            "Connection: close\r\n\r\n",
-            response.status, mg_get_response_code_text(connection, response.status),
-            response.content_type.c_str(), response.body.size());
-  if (method != "HEAD") {
-    mg_write(connection, response.body.data(), response.body.size());
-  }
-  return response.status;
+  write_all(connection,
+            "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) +
+                "\r\nContent-Type: " + response.content_type +
+                "\r\nContent-Length: " + std::to_string(response.body.size()) +
+                "\r\nConnection: close\r\n\r\n" + (head_only ? std::string() : response.body));
 }
 
 }  // namespace mixtrain::server

@@ -1,18 +1,19 @@
 // Why: the coordinator serves /metrics and /sd/workers (Prometheus http_sd)
-// and each worker agent serves /metrics (DESIGN.md §7); one small HTTP
-// server over civetweb does both, so Prometheus scrapes real endpoints.
-// Handlers run on civetweb's threads and must be thread safe.
+// and each worker agent serves /metrics (DESIGN.md §7). Scrapes are small
+// GETs, so one thread answering them in turn is enough; it is our own
+// rather than civetweb's because civetweb starts its threads with a
+// 100 KB stack, too small for the static TLS of a process that links the
+// CUDA libraries (pthread_create then fails).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
-
-struct mg_context;
-struct mg_connection;
 
 namespace mixtrain::server {
 
@@ -22,16 +23,19 @@ struct HttpResponse {
   std::string body;
 };
 
-// Answers a GET of its exact path.
+// Answers a GET of its exact path. Called on the server's thread.
 using HttpHandler = std::function<HttpResponse()>;
 
 class HttpServer {
  public:
-  // Listens on `listen` ("HOST:PORT"; port 0 picks a free one) and serves
-  // each path in `routes`; other paths get 404. UNAVAILABLE when the
-  // address cannot be bound, INVALID_ARGUMENT when it is malformed.
+  // Listens on `listen` ("HOST:PORT"; port 0 picks a free one; host
+  // 0.0.0.0 or empty: every interface) and serves each path in `routes`
+  // (query strings ignored); other paths get 404, other methods 405.
+  // UNAVAILABLE when the address cannot be bound, INVALID_ARGUMENT when it
+  // is malformed.
   static absl::StatusOr<std::unique_ptr<HttpServer>> start(
       const std::string& listen, std::map<std::string, HttpHandler> routes);
+  // Stops listening and waits for the request in progress.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -39,16 +43,19 @@ class HttpServer {
   int port() const { return port_; }  // the port actually bound
 
  private:
-  explicit HttpServer(std::map<std::string, HttpHandler> routes) : routes_(std::move(routes)) {}
-  static int handle(::mg_connection* connection, void* route);
+  HttpServer(std::map<std::string, HttpHandler> routes) : routes_(std::move(routes)) {}
+  void serve();
+  void answer(int connection);
 
   const std::map<std::string, HttpHandler> routes_;
-  mg_context* context_ = nullptr;
+  int listen_fd_ = -1;
+  int wake_fds_[2] = {-1, -1};  // a byte in wake_fds_[1] ends serve()
   int port_ = 0;
+  std::thread thread_;
 };
 
 // "HOST:PORT" split into its parts; INVALID_ARGUMENT naming `what` when it
-// is not one (a bracketed IPv6 host keeps its brackets).
+// is not one.
 absl::StatusOr<std::pair<std::string, int>> split_host_port(const std::string& address,
                                                             const std::string& what);
 
