@@ -270,12 +270,8 @@ absl::Status JobStore::update_column_locked(std::string_view sql, std::string_vi
 }
 
 absl::Status JobStore::set_message(std::string_view id, std::string_view message) {
-  absl::ReleasableMutexLock lock(&mu_);
-  RETURN_IF_ERROR(update_column_locked(
-      "UPDATE jobs SET message = ?1, updated_ms = ?2 WHERE id = ?3", message, id));
-  lock.Release();
-  notify_job_changed(id);
-  return absl::OkStatus();
+  return update_job_column("UPDATE jobs SET message = ?1, updated_ms = ?2 WHERE id = ?3", message,
+                           id);
 }
 
 absl::Status JobStore::set_progress(std::string_view id, const v1::Progress& progress) {
@@ -283,9 +279,14 @@ absl::Status JobStore::set_progress(std::string_view id, const v1::Progress& pro
   if (!google::protobuf::util::MessageToJsonString(progress, &json).ok()) {
     return absl::InternalError("cannot encode the progress of job '" + std::string(id) + "'");
   }
+  return update_job_column("UPDATE jobs SET progress = ?1, updated_ms = ?2 WHERE id = ?3", json,
+                           id);
+}
+
+absl::Status JobStore::update_job_column(std::string_view sql, std::string_view value,
+                                         std::string_view id) {
   absl::ReleasableMutexLock lock(&mu_);
-  RETURN_IF_ERROR(update_column_locked(
-      "UPDATE jobs SET progress = ?1, updated_ms = ?2 WHERE id = ?3", json, id));
+  RETURN_IF_ERROR(update_column_locked(sql, value, id));
   lock.Release();
   notify_job_changed(id);
   return absl::OkStatus();

@@ -137,6 +137,9 @@ class JobStore {
   // Runs `sql` (parameters: 1 the value, 2 the time, 3 the id) on one job.
   absl::Status update_column_locked(std::string_view sql, std::string_view value,
                                     std::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // update_column_locked under the lock, then tells the watchers.
+  absl::Status update_job_column(std::string_view sql, std::string_view value, std::string_view id)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void notify_job_changed(std::string_view id);
   absl::Status add_event_locked(std::string_view id, v1::JobState state, std::string_view message,
                                 int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
