@@ -117,7 +117,7 @@ std::unique_ptr<LocalCluster> LocalCluster::start(const LocalClusterOptions& opt
   }
   const std::vector<std::string> env = child_environment({}, {});
   if (!cluster->spawn("coordinator", coordinator,
-                      {"--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--db",
+                      {"--listen", "127.0.0.1:0", "--http", options.http_listen, "--db",
                        (state_dir / "mixtrain.db").string(), "--auth-token-file",
                        auth_file.string(), "--join-token-file", join_file.string(), "--data-root",
                        std::filesystem::absolute(options.data_root).string(), "--checkpoint-root",

@@ -20,8 +20,9 @@ namespace mixtrain::cli {
 
 struct LocalClusterOptions {
   int workers = 1;
-  std::filesystem::path data_root;  // the coordinator's --data-root (the spec's directory)
-  std::filesystem::path state_dir;  // empty: a fresh temporary directory
+  std::filesystem::path data_root;          // the coordinator's --data-root (the spec's directory)
+  std::filesystem::path state_dir;          // empty: a fresh temporary directory
+  std::string http_listen = "127.0.0.1:0";  // the coordinator's --http
 };
 
 class LocalCluster {

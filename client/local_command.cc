@@ -144,6 +144,7 @@ int run_local_command(const LocalCommandArgs& args, OutputFormat format, bool te
   LocalClusterOptions cluster_options;
   cluster_options.workers = workers;
   cluster_options.data_root = spec_path.parent_path();
+  cluster_options.http_listen = args.http;
   if (args.keep_state) cluster_options.state_dir = *args.keep_state;
   std::unique_ptr<LocalCluster> cluster = LocalCluster::start(cluster_options, err);
   if (cluster == nullptr) return kExitJobFailed;

@@ -19,6 +19,7 @@ struct LocalCommandArgs {
   std::optional<int> workers;               // --workers N; unset: the spec's resources.workers
   std::optional<std::string> summary_json;  // --summary-json FILE
   std::optional<std::string> keep_state;    // --keep-state DIR: state there, kept afterwards
+  std::string http = "127.0.0.1:0";         // --http HOST:PORT: the coordinator's /metrics
 };
 
 // Validates the spec (exit 2 with every problem, before starting

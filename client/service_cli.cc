@@ -27,6 +27,11 @@ ServiceCli::ServiceCli(CLI::App& app) {
   local_->add_option("--summary-json", local_args_.summary_json, "write the run summary here");
   local_->add_option("--keep-state", local_args_.keep_state,
                      "keep the database, logs and checkpoints in this directory");
+  local_
+      ->add_option("--http", local_args_.http,
+                   "HOST:PORT of the coordinator's /metrics and /sd/workers, for a Prometheus "
+                   "(port 0: a free one)")
+      ->capture_default_str();
 
   jobs_ = app.add_subcommand("jobs", "list the coordinator's jobs");
   status_ = app.add_subcommand("status", "show one job");

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backoff.h"
+#include "job_spec_yaml.h"
 #include "resources.h"
 #include "task_progress.h"
 
@@ -32,6 +33,18 @@ const char* outcome_name(v1::TaskOutcome outcome) {
     default:
       return "failed";
   }
+}
+
+// The job's min_scale when it scales its loss dynamically (what the
+// loss-scale alerts compare against); nullopt otherwise, or when the spec
+// does not parse, which the task's own process then reports.
+std::optional<double> dynamic_min_loss_scale(const v1::Task& task) {
+  const cli::JobSpecResult loaded = cli::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml");
+  if (!loaded.ok()) return std::nullopt;
+  const config::PrecisionSpec& precision = loaded.spec->precision;
+  if (config::effective_loss_scale(precision) != config::LossScaleMode::kDynamic)
+    return std::nullopt;
+  return precision.min_scale;
 }
 
 // Why a task command cannot be run; empty when it can.
@@ -273,7 +286,7 @@ void Agent::start_task(const v1::Task& task) {
   }
   const double peak =
       options_.peak_flops > 0 ? options_.peak_flops : estimated_peak_flops(resources_);
-  metrics_.begin_task(task.job_id(), task.rank(), peak);
+  metrics_.begin_task({task.job_id(), task.rank(), peak, dynamic_min_loss_scale(task)});
   auto progress = std::make_shared<TaskProgress>();  // used on the runner's thread only
   TaskEvents events;
   events.on_step = [this, running, progress](const StepReport& step) {

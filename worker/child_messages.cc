@@ -37,8 +37,8 @@ json comm_json(const CommStats& comm) {
   json out = json::object();
   for (int op = 0; op < kNumCommOps; ++op) {
     const CommOpStats& stats = comm.ops[op];
-    out[comm_op_name(static_cast<CommOp>(op))] = {{"bytes", stats.bytes_sent},
-                                                  {"seconds", stats.seconds}};
+    out[comm_op_name(static_cast<CommOp>(op))] = {
+        {"calls", stats.calls}, {"bytes", stats.bytes_sent}, {"seconds", stats.seconds}};
   }
   return out;
 }
@@ -47,6 +47,7 @@ CommStats comm_from_json(const json& in) {
   CommStats out;
   for (int op = 0; op < kNumCommOps; ++op) {
     const json& stats = in.at(comm_op_name(static_cast<CommOp>(op)));
+    out.ops[op].calls = stats.at("calls").get<int64_t>();
     out.ops[op].bytes_sent = stats.at("bytes").get<int64_t>();
     out.ops[op].seconds = stats.at("seconds").get<double>();
   }

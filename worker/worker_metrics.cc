@@ -23,6 +23,15 @@ std::vector<double> step_buckets() {
   return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 }
 
+// One op's collectives within one step: from 100 µs (a small all-reduce on
+// loopback) to a minute (a large model's all-gather over a slow network).
+std::vector<double> collective_buckets() {
+  return {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60};
+}
+
+// Every outcome end_task is given, so that each series starts at 0.
+constexpr const char* kTaskOutcomes[] = {"succeeded", "failed", "cancelled", "replaced"};
+
 void set_finite(prometheus::Gauge* gauge, double value) {
   if (std::isfinite(value)) gauge->Set(value);
 }
@@ -49,6 +58,10 @@ WorkerMetrics::WorkerMetrics()
                       .Name("mixtrain_loss_scale")
                       .Help("Loss scale after the last step")
                       .Register(*registry_)),
+      loss_scale_min_(BuildGauge()
+                          .Name("mixtrain_loss_scale_min")
+                          .Help("The job's precision.min_scale (dynamic loss scaling only)")
+                          .Register(*registry_)),
       overflow_steps_(BuildCounter()
                           .Name("mixtrain_overflow_steps_total")
                           .Help("Steps skipped because of inf/NaN gradients")
@@ -90,10 +103,11 @@ WorkerMetrics::WorkerMetrics()
                             .Name("mixtrain_collective_bytes_total")
                             .Help("Bytes this rank sent in collectives, by op")
                             .Register(*registry_)),
-      collective_seconds_(BuildCounter()
-                              .Name("mixtrain_collective_duration_seconds")
-                              .Help("Seconds this rank spent in collectives, by op (cumulative)")
-                              .Register(*registry_)),
+      collective_seconds_(
+          BuildHistogram()
+              .Name("mixtrain_collective_duration_seconds")
+              .Help("Seconds this rank spent in one op's collectives within a step, by op")
+              .Register(*registry_)),
       mfu_(BuildGauge()
                .Name("mixtrain_model_flops_utilization_ratio")
                .Help("Model FLOPs of the last step per second over the device's peak")
@@ -118,6 +132,7 @@ WorkerMetrics::WorkerMetrics()
                  .Help("Tasks this worker finished, by outcome")
                  .Register(*registry_)) {
   up_.Set(1);
+  for (const char* outcome : kTaskOutcomes) tasks_.Add({{"outcome", outcome}});
 }
 
 void WorkerMetrics::set_connected(bool connected) { connected_.Set(connected ? 1 : 0); }
@@ -146,22 +161,23 @@ T& WorkerMetrics::series(const TaskSeries& task, prometheus::Family<T>& family,
   return family.Add(labels);  // the one begin_task made
 }
 
-void WorkerMetrics::begin_task(const std::string& job_id, int rank, double peak_flops_per_second) {
+void WorkerMetrics::begin_task(const TaskInfo& info) {
   absl::MutexLock lock(&mu_);
   if (task_) end_task_locked("replaced");
   task_ = TaskSeries();
   TaskSeries& task = *task_;
-  task.labels = {{"job_id", job_id}, {"rank", std::to_string(rank)}};
-  task.peak_flops = peak_flops_per_second;
+  task.labels = {{"job_id", info.job_id}, {"rank", std::to_string(info.rank)}};
+  task.peak_flops = info.peak_flops_per_second;
   task.train_loss = &add(task, train_loss_, {});
   task.loss_scale = &add(task, loss_scale_, {});
+  if (info.min_loss_scale) add(task, loss_scale_min_, {}).Set(*info.min_loss_scale);
   task.grad_norm = &add(task, grad_norm_, {});
   task.learning_rate = &add(task, learning_rate_, {});
   task.overflow_steps = &add(task, overflow_steps_, {});
   task.steps = &add(task, steps_, {});
   task.tokens = &add(task, tokens_, {});
   task.step_duration = &add(task, step_duration_, {}, step_buckets());
-  if (peak_flops_per_second > 0) task.mfu = &add(task, mfu_, {});
+  if (info.peak_flops_per_second > 0) task.mfu = &add(task, mfu_, {});
   for (const char* kind : {"nan", "inf"}) {
     for (const char* where : {"loss", "grads"})
       add(task, nonfinite_events_, {{"kind", kind}, {"where", where}});
@@ -169,7 +185,8 @@ void WorkerMetrics::begin_task(const std::string& job_id, int rank, double peak_
   for (int op = 0; op < kNumCommOps; ++op) {
     const char* name = comm_op_name(static_cast<CommOp>(op));
     add(task, collective_bytes_, {{"op", name}});
-    add(task, collective_seconds_, {{"op", name}});
+    task.collective_seconds[op] =
+        &add(task, collective_seconds_, {{"op", name}}, collective_buckets());
   }
   for (int p = 0; p < kNumMemoryPools; ++p) {
     const auto pool = static_cast<MemoryPool>(p);
@@ -222,8 +239,8 @@ void WorkerMetrics::on_step(const StepReport& step) {
     CommOpStats& reported = task.comm_reported.ops[op];
     series(task, collective_bytes_, {{"op", name}})
         .Increment(static_cast<double>(std::max<int64_t>(0, now.bytes_sent - reported.bytes_sent)));
-    series(task, collective_seconds_, {{"op", name}})
-        .Increment(std::max(0.0, now.seconds - reported.seconds));
+    if (now.calls > reported.calls)
+      task.collective_seconds[op]->Observe(std::max(0.0, now.seconds - reported.seconds));
     reported = now;
   }
 }

@@ -11,6 +11,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,10 +33,18 @@ class WorkerMetrics {
   // (registered, and its last heartbeat or task stream did not fail).
   void set_connected(bool connected);
 
-  // Creates the series of a task (labels job_id, rank) and marks the
-  // worker busy; ends an earlier task's series first. MFU is exported when
-  // `peak_flops_per_second` > 0.
-  void begin_task(const std::string& job_id, int rank, double peak_flops_per_second);
+  // What a task's series need to know of it.
+  struct TaskInfo {
+    std::string job_id;
+    int rank = 0;
+    double peak_flops_per_second = 0.0;    // MFU is exported when > 0
+    std::optional<double> min_loss_scale;  // dynamic loss scaling: mixtrain_loss_scale_min
+  };
+
+  // Creates the series of a task (labels job_id, rank), every labelled
+  // counter at 0, and marks the worker busy; ends an earlier task's series
+  // first.
+  void begin_task(const TaskInfo& info);
   // Updates the current task's series from one step; ignored without a task.
   void on_step(const StepReport& step);
   // Sets mixtrain_val_loss; ignored without a task.
@@ -62,6 +71,7 @@ class WorkerMetrics {
     prometheus::Counter* steps = nullptr;
     prometheus::Counter* tokens = nullptr;
     prometheus::Histogram* step_duration = nullptr;
+    std::array<prometheus::Histogram*, kNumCommOps> collective_seconds{};
     CommStats comm_reported;                      // what the collective counters hold so far
     std::vector<std::function<void()>> removers;  // one per series
   };
@@ -80,6 +90,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Gauge>& train_loss_;
   prometheus::Family<prometheus::Gauge>& val_loss_;
   prometheus::Family<prometheus::Gauge>& loss_scale_;
+  prometheus::Family<prometheus::Gauge>& loss_scale_min_;
   prometheus::Family<prometheus::Counter>& overflow_steps_;
   prometheus::Family<prometheus::Counter>& nonfinite_events_;
   prometheus::Family<prometheus::Gauge>& grad_norm_;
@@ -90,7 +101,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Gauge>& memory_;
   prometheus::Family<prometheus::Gauge>& memory_peak_;
   prometheus::Family<prometheus::Counter>& collective_bytes_;
-  prometheus::Family<prometheus::Counter>& collective_seconds_;
+  prometheus::Family<prometheus::Histogram>& collective_seconds_;
   prometheus::Family<prometheus::Gauge>& mfu_;
   prometheus::Gauge& up_;
   prometheus::Gauge& busy_;

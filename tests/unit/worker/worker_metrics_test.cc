@@ -45,6 +45,7 @@ StepReport step(int64_t n, bool skipped) {
   out.model_flops = 1e9;
   out.memory.current[0][static_cast<int>(MemoryCategory::kParams)] = 4096;
   out.memory.peak_total[0] = 10000;
+  out.comm[CommOp::kAllReduce].calls = 4 * n;
   out.comm[CommOp::kAllReduce].bytes_sent = 1000 * n;
   out.comm[CommOp::kAllReduce].seconds = 0.5 * static_cast<double>(n);
   return out;
@@ -52,7 +53,7 @@ StepReport step(int64_t n, bool skipped) {
 
 TEST(WorkerMetricsTest, TaskSeriesCarryLabelsAndAccumulate) {
   WorkerMetrics metrics;
-  metrics.begin_task("job-7", 1, 1e10);
+  metrics.begin_task({"job-7", 1, 1e10, 1.0});
   metrics.on_step(step(1, false));
   metrics.on_step(step(2, true));
   metrics.on_eval(EvalProgress{2, 2.25});
@@ -83,9 +84,18 @@ TEST(WorkerMetricsTest, TaskSeriesCarryLabelsAndAccumulate) {
   // Cumulative counts from the child become the counter's total, not a sum of totals.
   EXPECT_TRUE(has(text, sample("mixtrain_collective_bytes_total", {{"op", "all_reduce"}}, "2000")))
       << text;
+  // Per step: 0.5 s of all-reduce in each of the two steps; ops not called
+  // in a step observe nothing.
   EXPECT_TRUE(
-      has(text, sample("mixtrain_collective_duration_seconds", {{"op", "all_reduce"}}, "1")))
+      has(text, sample("mixtrain_collective_duration_seconds_sum", {{"op", "all_reduce"}}, "1")))
       << text;
+  EXPECT_TRUE(
+      has(text, sample("mixtrain_collective_duration_seconds_count", {{"op", "all_reduce"}}, "2")))
+      << text;
+  EXPECT_TRUE(
+      has(text, sample("mixtrain_collective_duration_seconds_count", {{"op", "all_gather"}}, "0")))
+      << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_loss_scale_min", {}, "1"))) << text;
   // 1e9 FLOPs in 0.2 s against a 1e10 FLOP/s peak.
   EXPECT_TRUE(has(text, sample("mixtrain_model_flops_utilization_ratio", {}, "0.5"))) << text;
   EXPECT_TRUE(has(text, "mixtrain_worker_busy 1")) << text;
@@ -94,7 +104,7 @@ TEST(WorkerMetricsTest, TaskSeriesCarryLabelsAndAccumulate) {
 
 TEST(WorkerMetricsTest, EndedTaskLeavesNoSeries) {
   WorkerMetrics metrics;
-  metrics.begin_task("job-8", 0, 0.0);
+  metrics.begin_task({"job-8", 0, 0.0, std::nullopt});
   metrics.on_step(step(1, true));
   metrics.on_eval(EvalProgress{1, 3.0});
   metrics.end_task("succeeded");
@@ -102,6 +112,7 @@ TEST(WorkerMetricsTest, EndedTaskLeavesNoSeries) {
   EXPECT_FALSE(has(text, "job-8")) << text;
   EXPECT_TRUE(has(text, "mixtrain_worker_busy 0")) << text;
   EXPECT_TRUE(has(text, "mixtrain_worker_tasks_total{outcome=\"succeeded\"} 1")) << text;
+  EXPECT_TRUE(has(text, "mixtrain_worker_tasks_total{outcome=\"failed\"} 0")) << text;
   // Without a task, reports change nothing.
   metrics.on_step(step(2, false));
   EXPECT_FALSE(has(metrics.render(), "job_id")) << metrics.render();
@@ -109,12 +120,14 @@ TEST(WorkerMetricsTest, EndedTaskLeavesNoSeries) {
 
 TEST(WorkerMetricsTest, MalformedNonfiniteKindAddsNoSeries) {
   WorkerMetrics metrics;
-  metrics.begin_task("job-9", 0, 0.0);
+  metrics.begin_task({"job-9", 0, 0.0, std::nullopt});
   StepReport odd = step(1, true);
   odd.progress.nonfinite_kind = "weird";
   metrics.on_step(odd);
   EXPECT_FALSE(has(metrics.render(), "weird"));
   EXPECT_FALSE(has(metrics.render(), "mixtrain_model_flops_utilization_ratio{"));
+  // No dynamic loss scaling, no minimum to alert on.
+  EXPECT_FALSE(has(metrics.render(), "mixtrain_loss_scale_min{"));
   metrics.end_task("failed");
   EXPECT_FALSE(has(metrics.render(), "job-9"));
 }
