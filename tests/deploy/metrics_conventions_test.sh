@@ -7,7 +7,8 @@
 set -euo pipefail
 exposition=$1
 promtool=$2
-[ -x "$promtool" ] || { echo "promtool not found ($promtool): run scripts/install-deps.sh" >&2; exit 1; }
+command -v "$promtool" >/dev/null ||
+  { echo "promtool not found ($promtool): run scripts/install-deps.sh (package prometheus)" >&2; exit 1; }
 text=$("$exposition")
 for family in mixtrain_loss_scale mixtrain_loss_scale_min mixtrain_collective_duration_seconds_bucket \
   mixtrain_jobs mixtrain_workers; do

@@ -141,10 +141,11 @@ def finite_values(series):
 
 
 def main():
-    bin_dir, source, prometheus, promtool = map(Path, sys.argv[1:5])
-    for tool in (prometheus, promtool):
-        if not os.access(tool, os.X_OK):
-            fail(f"{tool} is missing: run scripts/install-deps.sh (package prometheus)")
+    bin_dir, source = Path(sys.argv[1]), Path(sys.argv[2])
+    prometheus, promtool = shutil.which(sys.argv[3]), shutil.which(sys.argv[4])
+    if not prometheus or not promtool:
+        fail(f"{sys.argv[3]} or {sys.argv[4]} is missing: run scripts/install-deps.sh "
+             "(package prometheus)")
     work = Path(tempfile.mkdtemp(prefix="mixtrain-prom-"))
     procs = []
     try:
@@ -156,14 +157,14 @@ def main():
         shutil.copy(source / "deploy/prometheus/alerts.yml", work / "alerts.yml")
         log = open(work / "prometheus.log", "w")
         procs.append(subprocess.Popen(
-            [str(prometheus), f"--config.file={work / 'prometheus.yml'}",
+            [prometheus, f"--config.file={work / 'prometheus.yml'}",
              f"--storage.tsdb.path={work / 'tsdb'}", f"--web.listen-address=127.0.0.1:{web}"],
             stdout=log, stderr=subprocess.STDOUT))
         base = f"http://127.0.0.1:{web}"
         wait_until("Prometheus ready", lambda: get(f"{base}/-/ready"), 60)
 
         (work / "job.yaml").write_text(SPEC)
-        live = LiveChecks(http, base, str(promtool))
+        live = LiveChecks(http, base, promtool)
         live.start()
         start = time.time()
         job = subprocess.run(
