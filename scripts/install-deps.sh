@@ -1,30 +1,65 @@
 #!/usr/bin/env bash
-# Installs every Debian package that building, testing and benchmarking
-# mixtrain need (DESIGN.md §8). Idempotent: when everything is present it
-# only runs one dpkg query and returns. Never downloads anything but Debian
-# packages; the CUDA toolkit is used when /usr/local/cuda exists but is not
-# installed here.
+# Installs the Debian packages mixtrain needs (DESIGN.md §8). Idempotent:
+# when everything is present it only runs one dpkg query and returns. Never
+# downloads anything but distribution packages; the CUDA toolkit is used
+# when /usr/local/cuda exists but is not installed here.
+#
+#   scripts/install-deps.sh               build, tests, benchmarks and the deploy
+#                                         checks (what `make test` and CI need)
+#   scripts/install-deps.sh --build-only  only what building the three binaries
+#                                         needs (MIXTRAIN_BUILD_TESTS=OFF,
+#                                         MIXTRAIN_BUILD_BENCH=OFF): the Docker
+#                                         images' build stages
+#
+# Debian 12 is the reference. On Ubuntu 24.04 (the CUDA image's base) the
+# build packages have the same names, except that oneDNN is left out: our
+# CPU GEMM is written against oneDNN 2.x (dnnl::matmul::desc, gone in 3.0)
+# and Ubuntu's libdnnl-dev version was not verified, so there the CPU
+# backend uses its portable kernel (GPU workers compute with cuBLAS anyway).
 set -euo pipefail
 
-packages=(
-  build-essential cmake pkg-config git
+mode=all
+case "${1:-}" in
+  "") ;;
+  --build-only) mode=build ;;
+  *)
+    echo "usage: $0 [--build-only]" >&2
+    exit 2
+    ;;
+esac
+
+# shellcheck disable=SC1091  # the running system's file
+distro=$( (. /etc/os-release && echo "${ID:-debian}") 2>/dev/null || echo debian)
+
+build_packages=(
+  build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev
   libyaml-cpp-dev
-  prometheus-cpp-dev openssl
-  libgtest-dev libgmock-dev
-  libbenchmark-dev
+  prometheus-cpp-dev
   libcli11-dev
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev
-  libsqlite3-dev sqlite3
-  libdnnl-dev ocl-icd-opencl-dev opencl-headers  # dnnl-config.cmake requires OpenCL
+  libsqlite3-dev
   libgloo-dev
   libomp-dev
+)
+if [ "$distro" != ubuntu ]; then
+  build_packages+=(libdnnl-dev ocl-icd-opencl-dev opencl-headers)  # dnnl-config.cmake requires OpenCL
+fi
+
+# Tests, benchmarks, the PyTorch parity checks and the deploy-file checks.
+dev_packages=(
+  git openssl sqlite3
+  libgtest-dev libgmock-dev
+  libbenchmark-dev
   python3 python3-numpy python3-torch
   prometheus
   docker-compose
 )
+
+packages=("${build_packages[@]}")
+[ "$mode" = build ] || packages+=("${dev_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
