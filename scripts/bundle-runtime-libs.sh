@@ -21,8 +21,9 @@
 #   * the CUDA libraries of the nvidia/cuda *runtime* image (cuBLAS, NCCL,
 #     cudart), which would otherwise be copied a second time.
 # Fails when ldd cannot resolve a library. --check, in the runtime stage,
-# puts DEST on the loader's path (ld.so.conf.d, ldconfig) and fails unless
-# ldd resolves every library of every BINARY there.
+# puts DEST last on the loader's path (ld.so.conf.d, ldconfig: a library the
+# base image has itself, such as libstdc++, is taken from the base) and
+# fails unless ldd resolves every library of every BINARY there.
 set -euo pipefail
 
 check=0
@@ -38,7 +39,7 @@ dest=$1
 shift
 
 if [ "$check" -eq 1 ]; then
-  echo "$dest" >/etc/ld.so.conf.d/mixtrain.conf
+  echo "$dest" >/etc/ld.so.conf.d/zz-mixtrain.conf
   ldconfig
   for binary in "$@"; do
     if ldd "$binary" | grep "not found"; then
