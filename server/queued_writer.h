@@ -47,7 +47,7 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
 
  protected:
   // Called after `message` was written (ok) or could not be (!ok).
-  virtual void on_written(const T& message, bool ok) {}
+  virtual void on_written(const T& /*message*/, bool /*ok*/) {}
   // Called once the call is over, before the reactor deletes itself:
   // whoever pushes to it must forget it here.
   virtual void on_done() = 0;
