@@ -53,7 +53,7 @@ dev_packages=(
   git openssl sqlite3
   libgtest-dev libgmock-dev
   libbenchmark-dev
-  python3 python3-numpy python3-torch
+  python3 python3-numpy python3-torch python3-yaml
   prometheus
   docker-compose
 )
