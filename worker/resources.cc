@@ -62,6 +62,8 @@ v1::Resources detect_resources(const std::string& backend) {
     device->set_memory_bytes(info.memory_bytes);
     device->set_compute_capability_major(info.compute_capability_major);
     device->set_compute_capability_minor(info.compute_capability_minor);
+    device->set_multiprocessors(info.multiprocessors);
+    device->set_clock_khz(info.clock_khz);
   }
 #endif
   out.set_backend(backend == "cuda" ? v1::BACKEND_CUDA : v1::BACKEND_CPU);
@@ -75,8 +77,25 @@ std::string hostname() {
 }
 
 double estimated_peak_flops(const v1::Resources& resources) {
-  if (resources.backend() != v1::BACKEND_CPU) return 0.0;
-  return static_cast<double>(resources.cpu_cores()) * 2.5e9 * 32.0;
+  if (resources.backend() == v1::BACKEND_CPU)
+    return static_cast<double>(resources.cpu_cores()) * 2.5e9 * 32.0;
+  if (resources.cuda_devices_size() == 0) return 0.0;
+  // Dense fp16/bf16 tensor-core FLOPs per SM per clock, fp32 accumulation,
+  // from NVIDIA's published peaks: V100/T4 1024; A100 2048 (108 SMs x
+  // 1.41 GHz = 312 TFLOP/s); A10, L4, L40S and RTX PRO (8.6, 8.9, 12.x)
+  // 1024; H100/H200 4096 (132 SMs x 1.83 GHz = 989 TFLOP/s); B200 8192.
+  // The driver's clock is the SMs' maximum, which can be above the clock a
+  // published peak assumes (H100 SXM: 1.98 against 1.83 GHz), so MFU reads
+  // a few percent low rather than high; --peak-tflops gives it exactly.
+  const v1::CudaDevice& device = resources.cuda_devices(0);  // the one a task uses
+  const int major = device.compute_capability_major();
+  const int minor = device.compute_capability_minor();
+  double per_clock = 0.0;
+  if (major == 7 || (major == 8 && minor != 0) || major == 12) per_clock = 1024;
+  if (major == 8 && minor == 0) per_clock = 2048;
+  if (major == 9) per_clock = 4096;
+  if (major == 10) per_clock = 8192;
+  return per_clock * device.multiprocessors() * device.clock_khz() * 1e3;
 }
 
 }  // namespace mixtrain::worker

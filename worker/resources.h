@@ -26,9 +26,11 @@ int64_t parse_meminfo_total(const std::string& meminfo);
 // This machine's hostname ("localhost" when it has none).
 std::string hostname();
 
-// A rough peak FP32 rate of this machine's CPU cores, for MFU when no
-// --peak-tflops is given: cores x 2.5 GHz x 32 FLOP/cycle (two AVX2 FMA
-// pipes). 0 for the cuda backend, whose peak depends on the device.
+// A rough peak rate for MFU when no --peak-tflops is given: for the cpu
+// backend the cores' FP32 rate, cores x 2.5 GHz x 32 FLOP/cycle (two AVX2
+// FMA pipes); for cuda the first device's dense fp16/bf16 tensor-core rate,
+// SMs x clock x its architecture's FLOPs per SM per clock. 0 when the
+// architecture is unknown (MFU then needs --peak-tflops).
 double estimated_peak_flops(const v1::Resources& resources);
 
 }  // namespace mixtrain::worker

@@ -32,10 +32,6 @@ std::vector<double> collective_buckets() {
 // Every outcome end_task is given, so that each series starts at 0.
 constexpr const char* kTaskOutcomes[] = {"succeeded", "failed", "cancelled", "replaced"};
 
-void set_finite(prometheus::Gauge* gauge, double value) {
-  if (std::isfinite(value)) gauge->Set(value);
-}
-
 bool exported(MemoryPool pool, MemoryCategory category) {
   return pool == MemoryPool::kDevice ||
          std::find(std::begin(kHostCategories), std::end(kHostCategories), category) !=
@@ -161,6 +157,13 @@ T& WorkerMetrics::series(const TaskSeries& task, prometheus::Family<T>& family,
   return family.Add(labels);  // the one begin_task made
 }
 
+void WorkerMetrics::set_gauge(TaskSeries& task, prometheus::Gauge*& gauge,
+                              prometheus::Family<prometheus::Gauge>& family, double value) {
+  if (!std::isfinite(value)) return;
+  if (gauge == nullptr) gauge = &add(task, family, {});
+  gauge->Set(value);
+}
+
 void WorkerMetrics::begin_task(const TaskInfo& info) {
   absl::MutexLock lock(&mu_);
   if (task_) end_task_locked("replaced");
@@ -168,16 +171,11 @@ void WorkerMetrics::begin_task(const TaskInfo& info) {
   TaskSeries& task = *task_;
   task.labels = {{"job_id", info.job_id}, {"rank", std::to_string(info.rank)}};
   task.peak_flops = info.peak_flops_per_second;
-  task.train_loss = &add(task, train_loss_, {});
-  task.loss_scale = &add(task, loss_scale_, {});
   if (info.min_loss_scale) add(task, loss_scale_min_, {}).Set(*info.min_loss_scale);
-  task.grad_norm = &add(task, grad_norm_, {});
-  task.learning_rate = &add(task, learning_rate_, {});
   task.overflow_steps = &add(task, overflow_steps_, {});
   task.steps = &add(task, steps_, {});
   task.tokens = &add(task, tokens_, {});
   task.step_duration = &add(task, step_duration_, {}, step_buckets());
-  if (info.peak_flops_per_second > 0) task.mfu = &add(task, mfu_, {});
   for (const char* kind : {"nan", "inf"}) {
     for (const char* where : {"loss", "grads"})
       add(task, nonfinite_events_, {{"kind", kind}, {"where", where}});
@@ -206,10 +204,10 @@ void WorkerMetrics::on_step(const StepReport& step) {
   if (!task_) return;
   TaskSeries& task = *task_;
   const StepProgress& p = step.progress;
-  set_finite(task.train_loss, p.loss);
-  task.loss_scale->Set(p.loss_scale);
-  task.learning_rate->Set(p.lr);
-  if (!p.skipped) set_finite(task.grad_norm, p.grad_norm);
+  set_gauge(task, task.train_loss, train_loss_, p.loss);
+  set_gauge(task, task.loss_scale, loss_scale_, p.loss_scale);
+  set_gauge(task, task.learning_rate, learning_rate_, p.lr);
+  if (!p.skipped) set_gauge(task, task.grad_norm, grad_norm_, p.grad_norm);
   task.steps->Increment();
   task.tokens->Increment(step.rank_tokens);
   task.step_duration->Observe(p.seconds);
@@ -220,7 +218,8 @@ void WorkerMetrics::on_step(const StepReport& step) {
     series(task, nonfinite_events_, {{"kind", p.nonfinite_kind}, {"where", p.nonfinite_where}})
         .Increment();
   }
-  if (task.mfu && p.seconds > 0) task.mfu->Set(step.model_flops / p.seconds / task.peak_flops);
+  if (task.peak_flops > 0 && p.seconds > 0)
+    set_gauge(task, task.mfu, mfu_, step.model_flops / p.seconds / task.peak_flops);
   for (int p_index = 0; p_index < kNumMemoryPools; ++p_index) {
     const auto pool = static_cast<MemoryPool>(p_index);
     const char* pool_name = memory_pool_name(pool);
@@ -248,8 +247,7 @@ void WorkerMetrics::on_step(const StepReport& step) {
 void WorkerMetrics::on_eval(const EvalProgress& eval) {
   absl::MutexLock lock(&mu_);
   if (!task_) return;
-  if (!task_->val_loss) task_->val_loss = &add(*task_, val_loss_, {});
-  set_finite(task_->val_loss, eval.val_loss);
+  set_gauge(*task_, task_->val_loss, val_loss_, eval.val_loss);
 }
 
 void WorkerMetrics::end_task(const std::string& outcome) {

@@ -42,8 +42,8 @@ class WorkerMetrics {
   };
 
   // Creates the series of a task (labels job_id, rank), every labelled
-  // counter at 0, and marks the worker busy; ends an earlier task's series
-  // first.
+  // counter at 0 (its gauges appear with their first value), and marks the
+  // worker busy; ends an earlier task's series first.
   void begin_task(const TaskInfo& info);
   // Updates the current task's series from one step; ignored without a task.
   void on_step(const StepReport& step);
@@ -61,12 +61,13 @@ class WorkerMetrics {
   struct TaskSeries {
     std::map<std::string, std::string> labels;  // job_id, rank
     double peak_flops = 0.0;
+    // Gauges: null until their first value (set_gauge).
     prometheus::Gauge* train_loss = nullptr;
     prometheus::Gauge* val_loss = nullptr;
     prometheus::Gauge* loss_scale = nullptr;
     prometheus::Gauge* grad_norm = nullptr;
     prometheus::Gauge* learning_rate = nullptr;
-    prometheus::Gauge* mfu = nullptr;  // null when the peak is unknown
+    prometheus::Gauge* mfu = nullptr;
     prometheus::Counter* overflow_steps = nullptr;
     prometheus::Counter* steps = nullptr;
     prometheus::Counter* tokens = nullptr;
@@ -80,6 +81,11 @@ class WorkerMetrics {
   template <typename T>
   T& add(TaskSeries& task, prometheus::Family<T>& family,
          const std::map<std::string, std::string>& extra, std::vector<double> buckets = {});
+  // Sets the task's gauge in `family` to a finite `value`, creating the
+  // series at its first value: a dashboard or alert never sees a loss
+  // scale, loss or learning rate of 0 that no step reported.
+  void set_gauge(TaskSeries& task, prometheus::Gauge*& gauge,
+                 prometheus::Family<prometheus::Gauge>& family, double value);
   // The existing series of `family` with the task's labels plus `extra`.
   template <typename T>
   static T& series(const TaskSeries& task, prometheus::Family<T>& family,

@@ -48,9 +48,12 @@ retries: {{max_restarts: 0}}
 RATE_INTERVAL = "20s"
 
 
+class TestFailure(Exception):
+    pass
+
+
 def fail(message):
-    print("prometheus_stack:", message, file=sys.stderr)
-    sys.exit(1)
+    raise TestFailure(message)
 
 
 def free_port():
@@ -144,8 +147,9 @@ def main():
     bin_dir, source = Path(sys.argv[1]), Path(sys.argv[2])
     prometheus, promtool = shutil.which(sys.argv[3]), shutil.which(sys.argv[4])
     if not prometheus or not promtool:
-        fail(f"{sys.argv[3]} or {sys.argv[4]} is missing: run scripts/install-deps.sh "
-             "(package prometheus)")
+        print(f"prometheus_stack: {sys.argv[3]} or {sys.argv[4]} is missing: run "
+              "scripts/install-deps.sh (package prometheus)", file=sys.stderr)
+        return 1
     work = Path(tempfile.mkdtemp(prefix="mixtrain-prom-"))
     procs = []
     try:
@@ -192,6 +196,18 @@ def main():
         span = {"start": start, "end": end + 6, "step": 5}
 
         dashboard = json.loads((source / "deploy/grafana/dashboards/mixtrain.json").read_text())
+        # The job and rank selectors, resolved as Grafana resolves
+        # label_values(SELECTOR, LABEL): the label's values among the series
+        # SELECTOR matches in the time range.
+        expected = {"job_id": [job_id], "rank": ["0", "1"]}
+        for variable in dashboard["templating"]["list"]:
+            query = variable["query"]["query"].replace("$job_id", re.escape(job_id))
+            selector, label = re.fullmatch(r"label_values\((.+), (\w+)\)", query).groups()
+            values = api(base, f"label/{label}/values", **{"match[]": selector},
+                         start=start, end=end + 6)
+            print(f"  variable {variable['name']}: {values}")
+            if sorted(values) != expected.get(variable["name"]):
+                fail(f"variable {variable['name']} ({query}) offers {values}")
         empty = []
         for title, legend, expr in panel_queries(dashboard, job_id, window):
             series = api(base, "query_range", query=expr, **span)["result"]
@@ -208,10 +224,13 @@ def main():
             fail(f"loss scale series: {[s['metric'] for s in scales]}")
         for s in scales:
             values = [float(v) for _, v in s["values"]]
-            # From 2^40 the scale can only have come down by backoffs; fp16
-            # gradients keep it far below (the summary ends near 2^17).
-            if max(values) > INIT_SCALE / 2 ** 10:
+            # Every reported scale is after at least one backoff from 2^40
+            # (a scrape may catch the first steps' halvings), and fp16
+            # gradients bring it down to about 2^17 and keep it there.
+            if max(values) > INIT_SCALE / 2 or values[-1] > INIT_SCALE / 2 ** 10:
                 fail(f"rank {s['metric']['rank']}'s loss scale shows no backoff: {values}")
+            print(f"  loss scale rank {s['metric']['rank']}: {values[0]:.0f} ... {values[-1]:.0f} "
+                  f"(initial {INIT_SCALE:.0f})")
         at_end = {"time": end + 6}
         overflows = api(base, "query",
                         query=f"max_over_time(mixtrain_overflow_steps_total{selector}[{window}])",
@@ -234,6 +253,13 @@ def main():
         print(f"prometheus_stack: ok ({len(rules)} alert rules evaluate, "
               f"{len(live.checked)} /metrics endpoints pass promtool)")
         return 0
+    except TestFailure as failure:
+        print("prometheus_stack:", failure, file=sys.stderr)
+        log = work / "prometheus.log"
+        if log.exists():
+            print("prometheus.log, last lines:", *log.read_text().splitlines()[-15:], sep="\n",
+                  file=sys.stderr)
+        return 1
     finally:
         for proc in procs:
             proc.terminate()

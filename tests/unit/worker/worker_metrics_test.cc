@@ -118,6 +118,27 @@ TEST(WorkerMetricsTest, EndedTaskLeavesNoSeries) {
   EXPECT_FALSE(has(metrics.render(), "job_id")) << metrics.render();
 }
 
+// A scrape between the task's start and its first step sees counters at 0
+// but no loss scale, loss or learning rate of 0 (which the min-scale alert
+// would take for a collapsed scale); a skipped first step reports no
+// gradient norm.
+TEST(WorkerMetricsTest, GaugesAppearWithTheirFirstValue) {
+  WorkerMetrics metrics;
+  metrics.begin_task({"job-7", 1, 1e10, 1.0});
+  std::string text = metrics.render();
+  EXPECT_TRUE(has(text, sample("mixtrain_steps_total", {}, "0"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_loss_scale_min", {}, "1"))) << text;
+  for (const char* gauge :
+       {"mixtrain_loss_scale{", "mixtrain_train_loss{", "mixtrain_learning_rate{",
+        "mixtrain_grad_norm{", "mixtrain_model_flops_utilization_ratio{", "mixtrain_val_loss{"}) {
+    EXPECT_FALSE(has(text, gauge)) << gauge;
+  }
+  metrics.on_step(step(1, true));
+  text = metrics.render();
+  EXPECT_TRUE(has(text, sample("mixtrain_loss_scale", {}, "1024"))) << text;
+  EXPECT_FALSE(has(text, "mixtrain_grad_norm{")) << text;
+}
+
 TEST(WorkerMetricsTest, MalformedNonfiniteKindAddsNoSeries) {
   WorkerMetrics metrics;
   metrics.begin_task({"job-9", 0, 0.0, std::nullopt});

@@ -134,6 +134,26 @@ TEST(ResourcesTest, MemTotalAndThisMachine) {
   EXPECT_GT(estimated_peak_flops(resources), 0.0);
 }
 
+// The published dense fp16 peaks: A100 312 TFLOP/s, H100 SXM 989 TFLOP/s.
+TEST(ResourcesTest, CudaPeakFromTheDevice) {
+  v1::Resources resources;
+  resources.set_backend(v1::BACKEND_CUDA);
+  v1::CudaDevice* device = resources.add_cuda_devices();
+  device->set_compute_capability_major(8);
+  device->set_compute_capability_minor(0);
+  device->set_multiprocessors(108);
+  device->set_clock_khz(1410000);
+  EXPECT_NEAR(estimated_peak_flops(resources), 312e12, 1e12);
+  device->set_compute_capability_major(9);
+  device->set_multiprocessors(132);
+  device->set_clock_khz(1830000);
+  EXPECT_NEAR(estimated_peak_flops(resources), 989e12, 2e12);
+  device->set_compute_capability_major(6);  // Pascal: no tensor cores, no estimate
+  EXPECT_EQ(estimated_peak_flops(resources), 0.0);
+  resources.clear_cuda_devices();
+  EXPECT_EQ(estimated_peak_flops(resources), 0.0);
+}
+
 TEST(ResourcesTest, BackendChoice) {
   EXPECT_EQ(*resolve_backend("cpu"), "cpu");
   const std::string chosen = *resolve_backend("auto");

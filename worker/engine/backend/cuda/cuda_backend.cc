@@ -37,12 +37,11 @@ class CudaAllocator final : public Allocator {
         pool == MemoryPool::kDevice ? cudaMalloc(&ptr, size) : cudaMallocHost(&ptr, size);
     if (status != cudaSuccess) {
       (void)cudaGetLastError();
-      throw EngineError(status == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory
-                                                            : ErrorCode::kInternal,
-                        "cuda:" + std::to_string(device_) + ": " +
-                            (pool == MemoryPool::kDevice ? "cudaMalloc" : "cudaMallocHost") +
-                            " of " + std::to_string(bytes) + " bytes failed: " +
-                            cudaGetErrorString(status));
+      throw EngineError(
+          status == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal,
+          "cuda:" + std::to_string(device_) + ": " +
+              (pool == MemoryPool::kDevice ? "cudaMalloc" : "cudaMallocHost") + " of " +
+              std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(status));
     }
     return ptr;
   }
@@ -88,8 +87,8 @@ class CudaEvent final : public Event {
 
 void check_same_size(const Tensor& dst, const Tensor& src, const char* op) {
   MIXTRAIN_CHECK_ARG(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
-            std::string(op) + ": destination " + dst.describe() + " does not match source " +
-                src.describe());
+                     std::string(op) + ": destination " + dst.describe() +
+                         " does not match source " + src.describe());
 }
 
 }  // namespace
@@ -107,9 +106,9 @@ CudaBackend::CudaBackend(int device)
   const cudaError_t status = cudaSetDevice(device_);
   if (status != cudaSuccess) {
     (void)cudaGetLastError();
-    throw EngineError(ErrorCode::kUnavailable, "cuda:" + std::to_string(device_) +
-                                                   ": cannot use the device: " +
-                                                   cudaGetErrorString(status));
+    throw EngineError(ErrorCode::kUnavailable,
+                      "cuda:" + std::to_string(device_) +
+                          ": cannot use the device: " + cudaGetErrorString(status));
   }
   cudaStream_t compute = nullptr;
   MIXTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
@@ -128,8 +127,8 @@ CudaBackend::CudaBackend(int device)
   int major = 0;
   MIXTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
   const size_t workspace_bytes = major >= 9 ? kCublasWorkspaceHopper : kCublasWorkspaceAmpere;
-  cublas_workspace_ = empty({static_cast<int64_t>(workspace_bytes)}, kByteDType,
-                            MemoryCategory::kWorkspace);
+  cublas_workspace_ =
+      empty({static_cast<int64_t>(workspace_bytes)}, kByteDType, MemoryCategory::kWorkspace);
   MIXTRAIN_CUBLAS_CHECK(
       cublasSetWorkspace(handle, cublas_workspace_.data(), cublas_workspace_.nbytes()));
 }
@@ -161,16 +160,14 @@ void CudaBackend::copy_from_host(const Tensor& dst, const void* src) {
   if (dst.nbytes() == 0) return;
   // On the compute stream, so the copy lands after every op already
   // enqueued that may still read dst.
-  MIXTRAIN_CUDA_CHECK(
-      cudaMemcpyAsync(dst.data(), src, dst.nbytes(), cudaMemcpyDefault, compute));
+  MIXTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src, dst.nbytes(), cudaMemcpyDefault, compute));
   MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(compute));
 }
 
 void CudaBackend::copy_to_host(void* dst, const Tensor& src) {
   const cudaStream_t compute = begin_op();
   if (src.nbytes() == 0) return;
-  MIXTRAIN_CUDA_CHECK(
-      cudaMemcpyAsync(dst, src.data(), src.nbytes(), cudaMemcpyDefault, compute));
+  MIXTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst, src.data(), src.nbytes(), cudaMemcpyDefault, compute));
   MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(compute));
 }
 
@@ -181,7 +178,8 @@ std::unique_ptr<Event> CudaBackend::record_event(StreamKind stream_kind) {
 
 void CudaBackend::wait_event(StreamKind stream_kind, const Event& event) {
   const auto* cuda_event = dynamic_cast<const CudaEvent*>(&event);
-  MIXTRAIN_CHECK_ARG(cuda_event != nullptr, "wait_event: the event was not recorded by a CUDA backend");
+  MIXTRAIN_CHECK_ARG(cuda_event != nullptr,
+                     "wait_event: the event was not recorded by a CUDA backend");
   MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
   MIXTRAIN_CUDA_CHECK(cudaStreamWaitEvent(stream(stream_kind), cuda_event->get(), 0));
 }
@@ -209,8 +207,8 @@ std::vector<Tensor> CudaBackend::scratch(std::initializer_list<ScratchRequest> r
   if (!scratch_.defined() || scratch_.nbytes() < total) {
     // The old buffer is freed (after the device is idle) once nothing
     // references it; grow first so its memory is never handed out twice.
-    scratch_ = empty({static_cast<int64_t>(round_up(total, kScratchGranularity))},
-                     kByteDType, MemoryCategory::kWorkspace);
+    scratch_ = empty({static_cast<int64_t>(round_up(total, kScratchGranularity))}, kByteDType,
+                     MemoryCategory::kWorkspace);
   }
   std::vector<Tensor> buffers;
   size_t i = 0;
@@ -240,6 +238,12 @@ CudaDeviceInfo cuda_device_info(int device) {
   out.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
   out.compute_capability_major = prop.major;
   out.compute_capability_minor = prop.minor;
+  out.multiprocessors = prop.multiProcessorCount;
+  // CUDA 13 dropped cudaDeviceProp::clockRate; the attribute remains.
+  if (cudaDeviceGetAttribute(&out.clock_khz, cudaDevAttrClockRate, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    out.clock_khz = 0;
+  }
   return out;
 }
 

@@ -21,6 +21,8 @@ struct CudaDeviceInfo {
   int64_t memory_bytes = 0;
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
+  int multiprocessors = 0;  // streaming multiprocessors
+  int clock_khz = 0;        // the SMs' peak clock
 };
 
 // The properties of device `device` (0-based); an empty name when it
