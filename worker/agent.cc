@@ -24,17 +24,6 @@ std::string task_name(const v1::Task& task) {
          std::to_string(task.rank());
 }
 
-const char* outcome_name(v1::TaskOutcome outcome) {
-  switch (outcome) {
-    case v1::TASK_OUTCOME_SUCCEEDED:
-      return "succeeded";
-    case v1::TASK_OUTCOME_CANCELLED:
-      return "cancelled";
-    default:
-      return "failed";
-  }
-}
-
 // The job's min_scale when it scales its loss dynamically (what the
 // loss-scale alerts compare against); nullopt otherwise, or when the spec
 // does not parse, which the task's own process then reports.
@@ -305,9 +294,9 @@ void Agent::start_task(const v1::Task& task) {
     say(prefix + line);
   };
   events.on_finished = [this, running, name = task_name(task)](const TaskResult& result) {
-    metrics_.end_task(outcome_name(result.outcome));
+    metrics_.end_task(result.outcome);
     reporter_.finish(running, result.outcome, result.message, result.summary_json);
-    say("mixtrain-worker: " + name + " " + outcome_name(result.outcome) +
+    say("mixtrain-worker: " + name + " " + task_outcome_label(result.outcome) +
         (result.message.empty() ? "" : ": " + result.message));
   };
   say("mixtrain-worker: starting " + task_name(task) + " of " + std::to_string(task.world_size()));

@@ -29,8 +29,8 @@ std::vector<double> collective_buckets() {
   return {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60};
 }
 
-// Every outcome end_task is given, so that each series starts at 0.
-constexpr const char* kTaskOutcomes[] = {"succeeded", "failed", "cancelled", "replaced"};
+// The outcome of a task that a new one ended before it reported its own.
+constexpr char kReplaced[] = "replaced";
 
 bool exported(MemoryPool pool, MemoryCategory category) {
   return pool == MemoryPool::kDevice ||
@@ -39,6 +39,17 @@ bool exported(MemoryPool pool, MemoryCategory category) {
 }
 
 }  // namespace
+
+const char* task_outcome_label(v1::TaskOutcome outcome) {
+  switch (outcome) {
+    case v1::TASK_OUTCOME_SUCCEEDED:
+      return "succeeded";
+    case v1::TASK_OUTCOME_CANCELLED:
+      return "cancelled";
+    default:
+      return "failed";
+  }
+}
 
 WorkerMetrics::WorkerMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
@@ -128,7 +139,11 @@ WorkerMetrics::WorkerMetrics()
                  .Help("Tasks this worker finished, by outcome")
                  .Register(*registry_)) {
   up_.Set(1);
-  for (const char* outcome : kTaskOutcomes) tasks_.Add({{"outcome", outcome}});
+  // Every outcome from 0.
+  for (const v1::TaskOutcome outcome :
+       {v1::TASK_OUTCOME_SUCCEEDED, v1::TASK_OUTCOME_FAILED, v1::TASK_OUTCOME_CANCELLED})
+    tasks_.Add({{"outcome", task_outcome_label(outcome)}});
+  tasks_.Add({{"outcome", kReplaced}});
 }
 
 void WorkerMetrics::set_connected(bool connected) { connected_.Set(connected ? 1 : 0); }
@@ -166,7 +181,7 @@ void WorkerMetrics::set_gauge(TaskSeries& task, prometheus::Gauge*& gauge,
 
 void WorkerMetrics::begin_task(const TaskInfo& info) {
   absl::MutexLock lock(&mu_);
-  if (task_) end_task_locked("replaced");
+  if (task_) end_task_locked(kReplaced);
   task_ = TaskSeries();
   TaskSeries& task = *task_;
   task.labels = {{"job_id", info.job_id}, {"rank", std::to_string(info.rank)}};
@@ -250,12 +265,12 @@ void WorkerMetrics::on_eval(const EvalProgress& eval) {
   set_gauge(*task_, task_->val_loss, val_loss_, eval.val_loss);
 }
 
-void WorkerMetrics::end_task(const std::string& outcome) {
+void WorkerMetrics::end_task(v1::TaskOutcome outcome) {
   absl::MutexLock lock(&mu_);
-  if (task_) end_task_locked(outcome);
+  if (task_) end_task_locked(task_outcome_label(outcome));
 }
 
-void WorkerMetrics::end_task_locked(const std::string& outcome) {
+void WorkerMetrics::end_task_locked(const char* outcome) {
   for (const std::function<void()>& remove : task_->removers) remove();
   task_.reset();
   tasks_.Add({{"outcome", outcome}}).Increment();

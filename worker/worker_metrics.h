@@ -22,8 +22,14 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "child_messages.h"
+#include "mixtrain.pb.h"
 
 namespace mixtrain::worker {
+
+// How a finished task is named in logs and in
+// mixtrain_worker_tasks_total{outcome}: "succeeded", "cancelled", or
+// "failed" for anything else.
+const char* task_outcome_label(v1::TaskOutcome outcome);
 
 class WorkerMetrics {
  public:
@@ -51,7 +57,7 @@ class WorkerMetrics {
   void on_eval(const EvalProgress& eval);
   // Removes every series of the current task, counts it in
   // mixtrain_worker_tasks_total{outcome} and marks the worker idle.
-  void end_task(const std::string& outcome);
+  void end_task(v1::TaskOutcome outcome);
 
   // Every series in the Prometheus text format (version 0.0.4).
   std::string render() const;
@@ -90,7 +96,7 @@ class WorkerMetrics {
   template <typename T>
   static T& series(const TaskSeries& task, prometheus::Family<T>& family,
                    const std::map<std::string, std::string>& extra);
-  void end_task_locked(const std::string& outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void end_task_locked(const char* outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& train_loss_;

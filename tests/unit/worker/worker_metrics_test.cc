@@ -107,7 +107,7 @@ TEST(WorkerMetricsTest, EndedTaskLeavesNoSeries) {
   metrics.begin_task({"job-8", 0, 0.0, std::nullopt});
   metrics.on_step(step(1, true));
   metrics.on_eval(EvalProgress{1, 3.0});
-  metrics.end_task("succeeded");
+  metrics.end_task(v1::TASK_OUTCOME_SUCCEEDED);
   const std::string text = metrics.render();
   EXPECT_FALSE(has(text, "job-8")) << text;
   EXPECT_TRUE(has(text, "mixtrain_worker_busy 0")) << text;
@@ -149,7 +149,7 @@ TEST(WorkerMetricsTest, MalformedNonfiniteKindAddsNoSeries) {
   EXPECT_FALSE(has(metrics.render(), "mixtrain_model_flops_utilization_ratio{"));
   // No dynamic loss scaling, no minimum to alert on.
   EXPECT_FALSE(has(metrics.render(), "mixtrain_loss_scale_min{"));
-  metrics.end_task("failed");
+  metrics.end_task(v1::TASK_OUTCOME_FAILED);
   EXPECT_FALSE(has(metrics.render(), "job-9"));
 }
 
