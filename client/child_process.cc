@@ -10,6 +10,8 @@
 #include <cstring>
 #include <thread>
 
+#include "common/usable_cores.h"
+
 extern char** environ;
 
 namespace mixtrain::cli {
@@ -28,9 +30,7 @@ std::vector<std::string> child_environment(const std::vector<std::string>& first
 
 std::vector<std::string> shared_cores_environment(int processes) {
   if (std::getenv("OMP_NUM_THREADS") != nullptr) return {};
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return {"OMP_NUM_THREADS=" +
-          std::to_string(std::max(1u, cores / static_cast<unsigned>(std::max(1, processes))))};
+  return {"OMP_NUM_THREADS=" + std::to_string(std::max(1, usable_cores() / std::max(1, processes)))};
 }
 
 pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,

@@ -25,7 +25,8 @@ std::vector<std::string> child_environment(const std::vector<std::string>& first
                                            const std::vector<std::string_view>& drop_prefixes);
 
 // "OMP_NUM_THREADS=k" giving each of `processes` children an equal share
-// of this machine's cores, or an empty list when OMP_NUM_THREADS is set
+// of the cores this process may use (usable_cores.h), or an empty list
+// when OMP_NUM_THREADS is set
 // (the user's choice then reaches the children unchanged).
 std::vector<std::string> shared_cores_environment(int processes);
 

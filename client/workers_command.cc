@@ -47,8 +47,10 @@ nlohmann::ordered_json worker_json(const v1::Worker& worker) {
           {"state", state_name(worker.state())},
           {"backend", backend_name(worker.resources().backend())},
           {"cpu_cores", worker.resources().cpu_cores()},
+          {"threads", worker.resources().threads()},
           {"memory_bytes", worker.resources().memory_bytes()},
           {"cuda_devices", std::move(devices)},
+          {"data_address", worker.data_address()},
           {"metrics_address", worker.metrics_address()},
           {"task", worker.has_task() ? nlohmann::ordered_json(task_name(worker)) : nullptr},
           {"registered_unix_ms", worker.registered_unix_ms()},
@@ -68,15 +70,17 @@ int run_workers_command(CoordinatorClient& client, OutputFormat format, std::ost
     out << list.dump(2) << "\n";
     return kExitOk;
   }
-  TextTable table({"ID", "HOST", "STATE", "BACKEND", "CORES", "MEMORY", "TASK", "LAST SEEN"});
+  TextTable table({"ID", "HOST", "DATA ADDRESS", "STATE", "BACKEND", "CORES", "THREADS", "MEMORY",
+                   "TASK", "LAST SEEN"});
   for (const v1::Worker& worker : response.workers()) {
     const v1::Resources& resources = worker.resources();
     std::string backend = backend_name(resources.backend());
     if (resources.cuda_devices_size() > 0) {
       backend += " (" + std::to_string(resources.cuda_devices_size()) + " GPU)";
     }
-    table.add_row({worker.id(), worker.hostname(), state_name(worker.state()), backend,
-                   std::to_string(resources.cpu_cores()), gibibytes(resources.memory_bytes()),
+    table.add_row({worker.id(), worker.hostname(), worker.data_address(),
+                   state_name(worker.state()), backend, std::to_string(resources.cpu_cores()),
+                   std::to_string(resources.threads()), gibibytes(resources.memory_bytes()),
                    task_name(worker), format_age(worker.last_heartbeat_unix_ms()) + " ago"});
   }
   table.print(out);

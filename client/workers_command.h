@@ -9,10 +9,10 @@
 
 namespace mixtrain::cli {
 
-// A table (ID, HOST, STATE, BACKEND, CORES, MEMORY, TASK, LAST SEEN) or a
-// JSON list of {"id","hostname","state","backend","cpu_cores",
-// "memory_bytes","cuda_devices","metrics_address","task",
-// "registered_unix_ms","last_heartbeat_unix_ms"}. Returns 0 or
+// A table (ID, HOST, DATA ADDRESS, STATE, BACKEND, CORES, THREADS, MEMORY,
+// TASK, LAST SEEN) or a JSON list of {"id","hostname","state","backend",
+// "cpu_cores","threads","memory_bytes","cuda_devices","data_address",
+// "metrics_address","task","registered_unix_ms","last_heartbeat_unix_ms"}. Returns 0 or
 // CoordinatorClient::report's exit code.
 int run_workers_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
                         std::ostream& err);

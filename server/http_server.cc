@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 
 namespace mixtrain::server {
@@ -45,22 +44,6 @@ void write_all(int fd, const std::string& data) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::pair<std::string, int>> split_host_port(const std::string& address,
-                                                            const std::string& what) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos && colon > 0) {
-    const char* begin = address.data() + colon + 1;
-    const char* end = address.data() + address.size();
-    const auto [last, error] = std::from_chars(begin, end, port);
-    if (error != std::errc() || last != end || begin == end) port = -1;
-  }
-  if (port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(what + ": expected HOST:PORT, got \"" + address + "\"");
-  }
-  return std::make_pair(address.substr(0, colon), port);
-}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(
     const std::string& listen, std::map<std::string, HttpHandler> routes) {

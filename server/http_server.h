@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "net_address.h"
 
 namespace mixtrain::server {
 
@@ -53,10 +54,5 @@ class HttpServer {
   int port_ = 0;
   std::thread thread_;
 };
-
-// "HOST:PORT" split into its parts; INVALID_ARGUMENT naming `what` when it
-// is not one.
-absl::StatusOr<std::pair<std::string, int>> split_host_port(const std::string& address,
-                                                            const std::string& what);
 
 }  // namespace mixtrain::server

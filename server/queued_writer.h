@@ -46,15 +46,12 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
   }
 
  protected:
-  // Called after `message` was written (ok) or could not be (!ok).
-  virtual void on_written(const T& /*message*/, bool /*ok*/) {}
   // Called once the call is over, before the reactor deletes itself:
   // whoever pushes to it must forget it here.
   virtual void on_done() = 0;
 
  private:
   void OnWriteDone(bool ok) override {
-    on_written(current_, ok);
     bool finish_now = false;
     bool write_next = false;
     grpc::Status status;

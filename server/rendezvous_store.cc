@@ -9,6 +9,13 @@
 namespace mixtrain::server {
 namespace {
 
+absl::Status not_open(const std::string& scope) {
+  return absl::FailedPreconditionError(
+      "scope '" + scope +
+      "' is not a running attempt's: the attempt ended, or the coordinator restarted and lost "
+      "its rendezvous");
+}
+
 void run_completions(
     std::vector<std::pair<RendezvousStore::Done, absl::StatusOr<std::string>>>& completions) {
   for (auto& [done, result] : completions) done(std::move(result));
@@ -26,7 +33,7 @@ RendezvousStore::~RendezvousStore() {
 const std::string* RendezvousStore::first_missing(const Waiter& waiter) const {
   const auto scope = scopes_.find(waiter.scope);
   for (const std::string& key : waiter.keys) {
-    if (scope == scopes_.end() || !scope->second.contains(key)) return &key;
+    if (scope == scopes_.end() || !scope->second.keys.contains(key)) return &key;
   }
   return nullptr;
 }
@@ -38,20 +45,30 @@ void RendezvousStore::collect_satisfied(const std::string& scope,
       ++it;
       continue;
     }
-    std::string value = it->second.keys.empty() ? "" : scopes_[scope][it->second.keys.front()];
+    std::string value =
+        it->second.keys.empty() ? "" : scopes_[scope].keys[it->second.keys.front()];
     completions.emplace_back(std::move(it->second.done), std::move(value));
     it = waiters_.erase(it);
   }
 }
 
-void RendezvousStore::set(const std::string& scope, const std::string& key, std::string value) {
+void RendezvousStore::open_scope(const std::string& scope) {
+  absl::MutexLock lock(&mu_);
+  scopes_[scope] = Scope();
+}
+
+absl::Status RendezvousStore::set(const std::string& scope, const std::string& key,
+                                  std::string value) {
   std::vector<Completion> completions;
   {
     absl::MutexLock lock(&mu_);
-    scopes_[scope][key] = std::move(value);
+    const auto open = scopes_.find(scope);
+    if (open == scopes_.end()) return not_open(scope);
+    open->second.keys[key] = std::move(value);
     collect_satisfied(scope, completions);
   }
   run_completions(completions);
+  return absl::OkStatus();
 }
 
 void RendezvousStore::get(const std::string& scope, const std::string& key,
@@ -67,6 +84,8 @@ void RendezvousStore::wait(const std::string& scope, std::vector<std::string> ke
     if (closed_) {
       completions.emplace_back(std::move(done),
                                absl::UnavailableError("the coordinator is shutting down"));
+    } else if (!scopes_.contains(scope)) {
+      completions.emplace_back(std::move(done), not_open(scope));
     } else {
       const uint64_t id = next_waiter_++;
       waiters_[id] = {scope, std::move(keys), Clock::now() + timeout, timeout, std::move(done)};
@@ -78,12 +97,18 @@ void RendezvousStore::wait(const std::string& scope, std::vector<std::string> ke
 }
 
 absl::StatusOr<int64_t> RendezvousStore::add(const std::string& scope, const std::string& key,
-                                             int64_t delta) {
+                                             int64_t delta, const std::string& request_id) {
   std::vector<Completion> completions;
   int64_t sum = 0;
   {
     absl::MutexLock lock(&mu_);
-    std::string& value = scopes_[scope][key];
+    const auto open = scopes_.find(scope);
+    if (open == scopes_.end()) return not_open(scope);
+    if (const auto seen = open->second.adds.find(request_id);
+        !request_id.empty() && seen != open->second.adds.end()) {
+      return seen->second;
+    }
+    std::string& value = open->second.keys[key];
     int64_t current = 0;
     if (!value.empty() && !absl::SimpleAtoi(value, &current)) {
       return absl::InvalidArgumentError("key '" + key + "' in scope '" + scope +
@@ -91,6 +116,7 @@ absl::StatusOr<int64_t> RendezvousStore::add(const std::string& scope, const std
     }
     sum = current + delta;
     value = std::to_string(sum);
+    if (!request_id.empty()) open->second.adds[request_id] = sum;
     collect_satisfied(scope, completions);
   }
   run_completions(completions);

@@ -3,7 +3,11 @@
 // attempt. Gets and waits may block for long while other ranks set keys, so
 // a waiting call holds no thread: it is a callback run when its keys are
 // all set, when its timeout passes (one timer thread serves every deadline),
-// or when its scope or the store closes.
+// or when its scope or the store closes. Only scopes the scheduler opened
+// (running attempts) exist: a late write of a stale rank cannot re-create a
+// dropped scope, and after a coordinator restart, which loses every key,
+// the ranks of a restored attempt still in rendezvous fail at once
+// (FAILED_PRECONDITION) instead of waiting out their timeout.
 #pragma once
 
 #include <chrono>
@@ -24,7 +28,8 @@ class RendezvousStore {
  public:
   // Called once, never under the store's lock: the value of the first key
   // (empty for a wait), or DEADLINE_EXCEEDED naming the first missing key,
-  // ABORTED when the scope was dropped, UNAVAILABLE when the store closed.
+  // ABORTED when the scope was dropped, FAILED_PRECONDITION when it is not
+  // open, UNAVAILABLE when the store closed.
   using Done = std::function<void(absl::StatusOr<std::string>)>;
 
   // Starts the timer thread.
@@ -34,8 +39,12 @@ class RendezvousStore {
   RendezvousStore(const RendezvousStore&) = delete;
   RendezvousStore& operator=(const RendezvousStore&) = delete;
 
-  // Sets `key` in `scope` and completes the waiters this satisfies.
-  void set(const std::string& scope, const std::string& key, std::string value);
+  // Opens `scope`, empty, for the attempt that starts now.
+  void open_scope(const std::string& scope);
+
+  // Sets `key` in `scope` and completes the waiters this satisfies;
+  // FAILED_PRECONDITION when the scope is not open.
+  absl::Status set(const std::string& scope, const std::string& key, std::string value);
 
   // Calls `done` with the value of `key` once it is set in `scope`, at most
   // `timeout` from now (a timeout of zero or less only looks once).
@@ -46,10 +55,14 @@ class RendezvousStore {
             std::chrono::milliseconds timeout, Done done);
 
   // Adds `delta` to the integer in `key` (0 when unset) and returns the
-  // sum; INVALID_ARGUMENT when the key holds something else.
-  absl::StatusOr<int64_t> add(const std::string& scope, const std::string& key, int64_t delta);
+  // sum; INVALID_ARGUMENT when the key holds something else,
+  // FAILED_PRECONDITION when the scope is not open. A `request_id` seen
+  // before in the scope returns that add's sum again without adding.
+  absl::StatusOr<int64_t> add(const std::string& scope, const std::string& key, int64_t delta,
+                              const std::string& request_id);
 
-  // Forgets every key of `scope` (its attempt ended); its waiters get ABORTED.
+  // Closes `scope` and forgets its keys (its attempt ended); its waiters
+  // get ABORTED.
   void drop_scope(const std::string& scope);
 
   // Fails every waiter with UNAVAILABLE and refuses new ones. Idempotent.
@@ -73,8 +86,13 @@ class RendezvousStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void run_timer();
 
+  struct Scope {
+    std::map<std::string, std::string> keys;
+    std::map<std::string, int64_t> adds;  // request id -> the sum it returned
+  };
+
   absl::Mutex mu_;
-  std::map<std::string, std::map<std::string, std::string>> scopes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Scope> scopes_ ABSL_GUARDED_BY(mu_);  // the open ones
   std::map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
   uint64_t next_waiter_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

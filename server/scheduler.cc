@@ -34,6 +34,10 @@ std::string describe_rank(int rank, const std::string& worker_id) {
   return "rank " + std::to_string(rank) + " on worker " + worker_id;
 }
 
+absl::Status wrong_secret(const std::string& worker_id) {
+  return absl::PermissionDeniedError("wrong credentials for worker '" + worker_id + "'");
+}
+
 // After a restart, how much longer than one worker timeout the ranks of a
 // running attempt have to come back.
 constexpr int64_t kReconnectMarginMs = 5'000;
@@ -228,12 +232,6 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     WorkerEntry& worker = *workers[rank];
     attempt.ranks.push_back({.worker_id = worker.worker.id()});
-    v1::RunningTask running;
-    running.set_job_id(job.id);
-    running.set_attempt(started->attempt);
-    running.set_rank(int32_t(rank));
-    WorkerRegistry::assign(worker, running);
-
     v1::TaskCommand command;
     v1::Task& task = *command.mutable_start();
     task.set_job_id(job.id);
@@ -245,6 +243,8 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
     task.set_checkpoint_dir((std::filesystem::path(options_.checkpoint_root) / job.id).string());
     task.set_resume(started->attempt > 1);
     task.set_data_root(options_.data_root);
+    if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope());
+    WorkerRegistry::assign(worker, v1::running_of(task));
     outbox_->send(worker.worker.id(), std::move(command));
   }
 }
@@ -341,6 +341,13 @@ void Scheduler::succeed_locked(const std::string& job_id) {
       .IgnoreError();
 }
 
+void Scheduler::drain_locked(WorkerEntry& worker, const v1::RunningTask& task) {
+  WorkerRegistry::assign(worker, task);
+  worker.task_acknowledged = true;
+  worker.release_at_ms = now_unix_ms() + options_.worker_timeout.count();
+  dirty_ = true;
+}
+
 void Scheduler::task_vanished_locked(WorkerEntry& worker, const std::string& how) {
   const v1::RunningTask task = worker.worker.task();
   if (attempt_of_locked(task, worker.worker.id()) == nullptr) {
@@ -352,15 +359,29 @@ void Scheduler::task_vanished_locked(WorkerEntry& worker, const std::string& how
   WorkerRegistry::release(worker);
 }
 
-v1::RegisterResponse Scheduler::register_worker(const v1::RegisterRequest& request) {
+absl::StatusOr<v1::RegisterResponse> Scheduler::register_worker(
+    const v1::RegisterRequest& request) {
   absl::MutexLock lock(&mu_);
   const std::string id =
       request.previous_worker_id().empty() ? random_id("w-", 12) : request.previous_worker_id();
+  if (const WorkerEntry* known = workers_.find(id);
+      known != nullptr && known->secret != request.previous_worker_secret()) {
+    return absl::PermissionDeniedError("worker id '" + id +
+                                       "' is registered with other credentials");
+  }
   WorkerEntry& worker = workers_.upsert(id, request, now_unix_ms());
+  // A restarted coordinator knows no secrets: it keeps the one presented.
+  if (worker.secret.empty()) {
+    worker.secret = request.previous_worker_secret().empty()
+                        ? random_id("", 16) + random_id("", 16)  // 128 random bits
+                        : request.previous_worker_secret();
+  }
   const bool was_lost = worker.worker.state() == v1::WORKER_STATE_LOST;
   if (was_lost) WorkerRegistry::release(worker);
   worker.worker.set_state(worker.worker.has_task() ? v1::WORKER_STATE_BUSY : v1::WORKER_STATE_IDLE);
+  outbox_->acknowledge(id, {request.running().begin(), request.running().end()});
   bool kept = !worker.worker.has_task();
+  std::vector<v1::RunningTask> stale;
   for (const v1::RunningTask& task : request.running()) {
     Attempt* attempt = attempt_of_locked(task, id);
     const bool ours = worker.worker.has_task() && same_task(worker.worker.task(), task);
@@ -374,6 +395,7 @@ v1::RegisterResponse Scheduler::register_worker(const v1::RegisterRequest& reque
       kept = true;
     } else {
       send_cancel_locked(id, task.job_id(), task.attempt(), "not a running attempt");
+      stale.push_back(task);
     }
   }
   // A task it acknowledged before but no longer runs ended unreported; one
@@ -381,22 +403,28 @@ v1::RegisterResponse Scheduler::register_worker(const v1::RegisterRequest& reque
   if (!kept && worker.task_acknowledged) {
     task_vanished_locked(worker, "re-registered without its task");
   }
+  if (!worker.worker.has_task() && !stale.empty()) drain_locked(worker, stale.front());
   dirty_ = true;
   v1::RegisterResponse response;
   response.set_worker_id(id);
   response.set_heartbeat_interval_ms(heartbeat_interval_ms());
+  response.set_worker_timeout_ms(static_cast<int32_t>(options_.worker_timeout.count()));
+  response.set_worker_secret(worker.secret);
   return response;
 }
 
-v1::HeartbeatResponse Scheduler::heartbeat(const v1::HeartbeatRequest& request) {
+absl::StatusOr<v1::HeartbeatResponse> Scheduler::heartbeat(const v1::HeartbeatRequest& request,
+                                                          const std::string& secret) {
   absl::MutexLock lock(&mu_);
   v1::HeartbeatResponse response;
   WorkerEntry* worker = workers_.find(request.worker_id());
+  if (worker != nullptr && worker->secret != secret) return wrong_secret(request.worker_id());
   if (worker == nullptr || worker->worker.state() == v1::WORKER_STATE_LOST) {
     response.set_reregister(true);
     return response;
   }
   worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
+  outbox_->acknowledge(worker->worker.id(), {request.running().begin(), request.running().end()});
   std::set<std::pair<std::string, int32_t>> listed;
   bool lists_own_task = false;
   for (const v1::RunningTask& task : request.running()) {
@@ -409,6 +437,10 @@ v1::HeartbeatResponse Scheduler::heartbeat(const v1::HeartbeatRequest& request) 
       send_cancel_locked(worker->worker.id(), task.job_id(), task.attempt(),
                          "not a running attempt");
     }
+    if (!worker->worker.has_task()) {
+      drain_locked(*worker, task);
+      lists_own_task = true;
+    }
   }
   std::erase_if(worker->cancels_sent, [&](const auto& sent) { return !listed.contains(sent); });
   if (lists_own_task) {
@@ -419,21 +451,45 @@ v1::HeartbeatResponse Scheduler::heartbeat(const v1::HeartbeatRequest& request) 
   return response;
 }
 
-absl::Status Scheduler::check_worker(const std::string& worker_id) {
-  absl::MutexLock lock(&mu_);
-  if (workers_.find(worker_id) == nullptr) {
+absl::StatusOr<WorkerEntry*> Scheduler::authenticate_locked(const std::string& worker_id,
+                                                            const std::string& secret) {
+  WorkerEntry* worker = workers_.find(worker_id);
+  if (worker == nullptr) {
     return absl::NotFoundError("unknown worker '" + worker_id + "': register again");
+  }
+  if (worker->secret != secret) return wrong_secret(worker_id);
+  return worker;
+}
+
+absl::Status Scheduler::check_worker(const std::string& worker_id, const std::string& secret) {
+  absl::MutexLock lock(&mu_);
+  return authenticate_locked(worker_id, secret).status();
+}
+
+absl::Status Scheduler::check_store_access(const std::string& worker_id, const std::string& secret,
+                                           const std::string& scope) {
+  absl::MutexLock lock(&mu_);
+  const absl::StatusOr<WorkerEntry*> worker = authenticate_locked(worker_id, secret);
+  if (!worker.ok()) return worker.status();
+  const v1::Worker& info = (*worker)->worker;
+  if (!info.has_task() || attempt_of_locked(info.task(), worker_id) == nullptr ||
+      rendezvous_scope(info.task().job_id(), info.task().attempt()) != scope) {
+    return absl::PermissionDeniedError("worker '" + worker_id +
+                                       "' holds no rank of a running attempt with scope '" +
+                                       scope + "'");
   }
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request) {
+absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
+    const v1::ReportProgressRequest& request, const std::string& secret) {
   absl::MutexLock lock(&mu_);
-  WorkerEntry* worker = workers_.find(request.worker_id());
-  if (worker == nullptr) {
-    return absl::NotFoundError("unknown worker '" + request.worker_id() + "': register again");
-  }
+  const absl::StatusOr<WorkerEntry*> authenticated =
+      authenticate_locked(request.worker_id(), secret);
+  if (!authenticated.ok()) return authenticated.status();
+  WorkerEntry* worker = *authenticated;
   const v1::RunningTask& task = request.task();
+  outbox_->acknowledge_report(request.worker_id(), task, is_final_outcome(request.outcome()));
   const bool holds = worker->worker.has_task() && same_task(worker->worker.task(), task);
   Attempt* attempt = attempt_of_locked(task, request.worker_id());
   // A rank that ended while this coordinator was down reports its outcome
@@ -441,7 +497,9 @@ absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request
   const bool ended_while_away = !holds && attempt != nullptr && attempt->recover_until_ms != 0 &&
                                 !attempt->ranks[task.rank()].back &&
                                 is_final_outcome(request.outcome());
-  if (!holds && !ended_while_away) return absl::OkStatus();  // a stale report of an earlier task
+  v1::ReportProgressResponse response;
+  response.set_counted(holds);
+  if (!holds && !ended_while_away) return response;  // a stale report of an earlier task
   worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
   if (holds) {
     worker->task_acknowledged = true;
@@ -450,7 +508,7 @@ absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request
       dirty_ = true;
     }
   }
-  if (attempt == nullptr) return absl::OkStatus();  // the job no longer runs
+  if (attempt == nullptr) return response;  // the job no longer runs
   Rank& rank = attempt->ranks[task.rank()];
   if (ended_while_away) rank.back = true;
   const int64_t now = now_unix_ms();
@@ -481,11 +539,19 @@ absl::Status Scheduler::report_progress(const v1::ReportProgressRequest& request
     default:
       break;
   }
-  return absl::OkStatus();
+  return response;
 }
 
-absl::Status Scheduler::report_log(const v1::ReportLogRequest& request) {
-  if (absl::Status known = check_worker(request.worker_id()); !known.ok()) return known;
+absl::Status Scheduler::report_log(const v1::ReportLogRequest& request,
+                                   const std::string& secret) {
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::StatusOr<WorkerEntry*> worker = authenticate_locked(request.worker_id(), secret);
+    if (!worker.ok()) return worker.status();
+    // Lines count only for the task the worker holds (stale ones are dropped).
+    const v1::Worker& info = (*worker)->worker;
+    if (!info.has_task() || !same_task(info.task(), request.task())) return absl::OkStatus();
+  }
   for (const std::string& line : request.lines()) {
     if (absl::Status s = store_->append_log(request.task().job_id(), request.task().attempt(),
                                             request.task().rank(), line);

@@ -57,17 +57,28 @@ class Scheduler {
 
   // Registers a worker, keeping `previous_worker_id` when given, and takes
   // over the tasks it reports running that belong to a running attempt
-  // (others are cancelled).
-  v1::RegisterResponse register_worker(const v1::RegisterRequest& request);
+  // (others are cancelled, and the worker drains them). PERMISSION_DENIED
+  // when the id is known under another secret than previous_worker_secret.
+  absl::StatusOr<v1::RegisterResponse> register_worker(const v1::RegisterRequest& request);
+
+  // Each call below names a worker and presents `secret`: NOT_FOUND for an
+  // unknown worker, PERMISSION_DENIED for a wrong secret.
   // Records a heartbeat; reregister=true for an unknown or lost worker.
-  v1::HeartbeatResponse heartbeat(const v1::HeartbeatRequest& request);
-  // A rank's progress or outcome; NOT_FOUND for an unknown worker. Reports
-  // of other attempts than the running one are ignored.
-  absl::Status report_progress(const v1::ReportProgressRequest& request);
-  // Appends to the job's log; NOT_FOUND for an unknown worker or job.
-  absl::Status report_log(const v1::ReportLogRequest& request);
-  // OK for a registered worker, else NOT_FOUND.
-  absl::Status check_worker(const std::string& worker_id);
+  absl::StatusOr<v1::HeartbeatResponse> heartbeat(const v1::HeartbeatRequest& request,
+                                                  const std::string& secret);
+  // A rank's progress or outcome; counted=true when the worker holds the
+  // task (it then counts as a heartbeat). Reports of tasks the worker does
+  // not hold (other attempts) are ignored.
+  absl::StatusOr<v1::ReportProgressResponse> report_progress(
+      const v1::ReportProgressRequest& request, const std::string& secret);
+  // Appends to the job's log, for the task the worker holds (else ignored).
+  absl::Status report_log(const v1::ReportLogRequest& request, const std::string& secret);
+  // OK for a registered worker.
+  absl::Status check_worker(const std::string& worker_id, const std::string& secret);
+  // OK when the worker holds a rank of the running attempt whose
+  // rendezvous scope is `scope`; else PERMISSION_DENIED.
+  absl::Status check_store_access(const std::string& worker_id, const std::string& secret,
+                                  const std::string& scope);
 
   // Cancels a queued or running job (every running rank is told to stop);
   // FAILED_PRECONDITION when it already finished, NOT_FOUND when unknown.
@@ -96,6 +107,10 @@ class Scheduler {
   };
 
   void run();
+  // The worker `worker_id` if `secret` is its own (errors as above).
+  absl::StatusOr<WorkerEntry*> authenticate_locked(const std::string& worker_id,
+                                                   const std::string& secret)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool should_wake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return dirty_ || stopping_; }
   void tick_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void schedule_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -122,6 +137,12 @@ class Scheduler {
   // A rank that stopped without an outcome (`how`): fails its attempt, or
   // just frees the worker when the job no longer runs.
   void task_vanished_locked(WorkerEntry& worker, const std::string& how)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `worker` still runs `task`, of no running attempt, and was told to stop
+  // it: it stays BUSY with it until its heartbeats no longer list it (or
+  // one worker timeout passed), so that no new rank is handed to a worker
+  // still stopping one (it would refuse, failing that attempt at once).
+  void drain_locked(WorkerEntry& worker, const v1::RunningTask& task)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void send_cancel_locked(const std::string& worker_id, const std::string& job_id, int32_t attempt,
                           const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -4,8 +4,23 @@
 #include <algorithm>
 
 #include "queued_writer.h"
+#include "running_task.h"
 
 namespace mixtrain::server {
+namespace {
+
+bool same_attempt(const v1::TaskCommand& command, const std::string& job_id, int32_t attempt) {
+  if (command.has_start()) {
+    return command.start().job_id() == job_id && command.start().attempt() == attempt;
+  }
+  return command.cancel().job_id() == job_id && command.cancel().attempt() == attempt;
+}
+
+bool starts(const v1::TaskCommand& command, const v1::RunningTask& task) {
+  return command.has_start() && v1::same_task(v1::running_of(command.start()), task);
+}
+
+}  // namespace
 
 class TaskStream final : public QueuedWriter<v1::TaskCommand> {
  public:
@@ -13,9 +28,6 @@ class TaskStream final : public QueuedWriter<v1::TaskCommand> {
       : outbox_(outbox), worker_id_(std::move(worker_id)) {}
 
  private:
-  void on_written(const v1::TaskCommand& command, bool ok) override {
-    if (ok) outbox_->delivered(worker_id_, command);
-  }
   void on_done() override { outbox_->forget(worker_id_, this); }
 
   TaskOutbox* const outbox_;
@@ -25,6 +37,12 @@ class TaskStream final : public QueuedWriter<v1::TaskCommand> {
 void TaskOutbox::send(const std::string& worker_id, v1::TaskCommand command) {
   absl::MutexLock lock(&mu_);
   Box& box = boxes_[worker_id];
+  if (command.has_cancel()) {
+    std::erase_if(box.pending, [&](const v1::TaskCommand& waiting) {
+      return waiting.has_start() &&
+             same_attempt(waiting, command.cancel().job_id(), command.cancel().attempt());
+    });
+  }
   box.pending.push_back(command);
   if (box.stream != nullptr) box.stream->push(std::move(command));
 }
@@ -43,6 +61,33 @@ grpc::ServerWriteReactor<v1::TaskCommand>* TaskOutbox::open(const std::string& w
   return stream;
 }
 
+void TaskOutbox::acknowledge(const std::string& worker_id,
+                             const std::vector<v1::RunningTask>& listed) {
+  absl::MutexLock lock(&mu_);
+  const auto box = boxes_.find(worker_id);
+  if (box == boxes_.end()) return;
+  std::erase_if(box->second.pending, [&](const v1::TaskCommand& command) {
+    if (command.has_start()) {
+      return std::any_of(listed.begin(), listed.end(),
+                         [&](const v1::RunningTask& task) { return starts(command, task); });
+    }
+    return std::none_of(listed.begin(), listed.end(), [&](const v1::RunningTask& task) {
+      return same_attempt(command, task.job_id(), task.attempt());
+    });
+  });
+}
+
+void TaskOutbox::acknowledge_report(const std::string& worker_id, const v1::RunningTask& task,
+                                    bool ended) {
+  absl::MutexLock lock(&mu_);
+  const auto box = boxes_.find(worker_id);
+  if (box == boxes_.end()) return;
+  std::erase_if(box->second.pending, [&](const v1::TaskCommand& command) {
+    return starts(command, task) ||
+           (ended && command.has_cancel() && same_attempt(command, task.job_id(), task.attempt()));
+  });
+}
+
 void TaskOutbox::clear(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   if (auto box = boxes_.find(worker_id); box != boxes_.end()) box->second.pending.clear();
@@ -56,18 +101,6 @@ void TaskOutbox::close() {
       box.stream->finish({grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down"});
     }
   }
-}
-
-void TaskOutbox::delivered(const std::string& worker_id, const v1::TaskCommand& command) {
-  absl::MutexLock lock(&mu_);
-  const auto box = boxes_.find(worker_id);
-  if (box == boxes_.end()) return;
-  const std::string written = command.SerializeAsString();
-  auto& pending = box->second.pending;
-  const auto it = std::find_if(pending.begin(), pending.end(), [&](const v1::TaskCommand& p) {
-    return p.SerializeAsString() == written;
-  });
-  if (it != pending.end()) pending.erase(it);
 }
 
 void TaskOutbox::forget(const std::string& worker_id, TaskStream* stream) {

@@ -14,6 +14,7 @@ WorkerEntry& WorkerRegistry::upsert(const std::string& id, const v1::RegisterReq
   }
   entry.worker.set_hostname(request.hostname());
   entry.worker.set_metrics_address(request.metrics_address());
+  entry.worker.set_data_address(request.data_address());
   *entry.worker.mutable_resources() = request.resources();
   entry.worker.set_registered_unix_ms(now_ms);
   entry.worker.set_last_heartbeat_unix_ms(now_ms);
@@ -54,10 +55,6 @@ bool backend_matches(config::BackendChoice choice, v1::Backend backend) {
     default:
       return true;
   }
-}
-
-bool same_task(const v1::RunningTask& a, const v1::RunningTask& b) {
-  return a.job_id() == b.job_id() && a.attempt() == b.attempt() && a.rank() == b.rank();
 }
 
 }  // namespace mixtrain::server

@@ -14,11 +14,13 @@
 
 #include "config/job_spec.h"
 #include "mixtrain.pb.h"
+#include "running_task.h"
 
 namespace mixtrain::server {
 
 struct WorkerEntry {
   v1::Worker worker;               // as ListWorkers shows it; task set while BUSY
+  std::string secret;              // RegisterResponse.worker_secret: its calls carry it
   bool task_acknowledged = false;  // the task appeared in a heartbeat or report
   int64_t release_at_ms = 0;       // cancelled task: IDLE by then without a report; 0: none
   // Stale tasks (job id, attempt) this worker was told to cancel; not repeated.
@@ -51,7 +53,5 @@ class WorkerRegistry {
 // True when a worker training with `backend` may run a job asking for `choice`.
 bool backend_matches(config::BackendChoice choice, v1::Backend backend);
 
-// True when `a` and `b` name the same rank of the same attempt.
-bool same_task(const v1::RunningTask& a, const v1::RunningTask& b);
 
 }  // namespace mixtrain::server

@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "net_address.h"
 #include "queued_writer.h"
 #include "unary_call.h"
+#include "worker_secret.h"
 
 namespace mixtrain::server {
 namespace {
@@ -19,10 +21,13 @@ std::chrono::milliseconds store_timeout(int64_t timeout_ms) {
 // Starts a Store wait finished later by the rendezvous store: `on_value`
 // receives the value on success.
 grpc::ServerUnaryReactor* finish_later(grpc::CallbackServerContext* context, const BearerAuth& auth,
+                                       const std::function<absl::Status()>& check_access,
                                        const std::function<void(RendezvousStore::Done)>& start,
                                        std::function<void(const std::string&)> on_value) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (grpc::Status status = auth.check(*context); !status.ok()) {
+  grpc::Status status = auth.check(*context);
+  if (status.ok()) status = to_grpc(check_access());
+  if (!status.ok()) {
     reactor->Finish(status);
     return reactor;
   }
@@ -33,13 +38,42 @@ grpc::ServerUnaryReactor* finish_later(grpc::CallbackServerContext* context, con
   return reactor;
 }
 
+// The worker secret the call presents ("" when none).
+std::string worker_secret(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto found = metadata.find(v1::kWorkerSecretHeader);
+  return found == metadata.end() ? "" : std::string(found->second.data(), found->second.size());
+}
+
+// Fills in an empty data address with the caller's and refuses addresses
+// that resolve to loopback when the worker calls from another host: its
+// peers (or Prometheus) would connect to their own host instead.
+grpc::Status check_addresses(const std::string& peer, v1::RegisterRequest& request) {
+  const std::string caller = grpc_peer_host(peer);
+  if (request.data_address().empty()) request.set_data_address(caller);
+  absl::Status status = check_reachable_from_other_hosts(
+      "the data address", request.data_address(), caller, kDataAddressFix);
+  if (!status.ok() || request.metrics_address().empty()) return to_grpc(status);
+  const absl::StatusOr<std::pair<std::string, int>> metrics =
+      split_host_port(request.metrics_address(), "metrics address");
+  if (!metrics.ok()) return to_grpc(metrics.status());
+  return to_grpc(check_reachable_from_other_hosts("the metrics address host", metrics->first,
+                                                  caller, kMetricsAddressFix));
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContext* context,
                                                       const v1::RegisterRequest* request,
                                                       v1::RegisterResponse* response) {
   return finish_unary(context, auth_, [&] {
-    *response = scheduler_->register_worker(*request);
+    v1::RegisterRequest checked = *request;
+    if (grpc::Status status = check_addresses(context->peer(), checked); !status.ok()) {
+      return status;
+    }
+    absl::StatusOr<v1::RegisterResponse> registered = scheduler_->register_worker(checked);
+    if (!registered.ok()) return to_grpc(registered.status());
+    *response = std::move(*registered);
     return grpc::Status::OK;
   });
 }
@@ -47,7 +81,9 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContex
 grpc::ServerWriteReactor<v1::TaskCommand>* WorkerServiceImpl::Tasks(
     grpc::CallbackServerContext* context, const v1::TasksRequest* request) {
   grpc::Status status = auth_.check(*context);
-  if (status.ok()) status = to_grpc(scheduler_->check_worker(request->worker_id()));
+  if (status.ok()) {
+    status = to_grpc(scheduler_->check_worker(request->worker_id(), worker_secret(*context)));
+  }
   if (!status.ok()) return new RefusedWriter<v1::TaskCommand>(status);
   return outbox_->open(request->worker_id());
 }
@@ -56,30 +92,42 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
                                                        const v1::HeartbeatRequest* request,
                                                        v1::HeartbeatResponse* response) {
   return finish_unary(context, auth_, [&] {
-    *response = scheduler_->heartbeat(*request);
+    absl::StatusOr<v1::HeartbeatResponse> answer =
+        scheduler_->heartbeat(*request, worker_secret(*context));
+    if (!answer.ok()) return to_grpc(answer.status());
+    *response = std::move(*answer);
     return grpc::Status::OK;
   });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::ReportProgressRequest* request,
-    v1::ReportProgressResponse*) {
-  return finish_unary(context, auth_,
-                      [&] { return to_grpc(scheduler_->report_progress(*request)); });
+    v1::ReportProgressResponse* response) {
+  return finish_unary(context, auth_, [&] {
+    absl::StatusOr<v1::ReportProgressResponse> answer =
+        scheduler_->report_progress(*request, worker_secret(*context));
+    if (!answer.ok()) return to_grpc(answer.status());
+    *response = std::move(*answer);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::ReportLog(grpc::CallbackServerContext* context,
                                                        const v1::ReportLogRequest* request,
                                                        v1::ReportLogResponse*) {
-  return finish_unary(context, auth_, [&] { return to_grpc(scheduler_->report_log(*request)); });
+  return finish_unary(context, auth_, [&] {
+    return to_grpc(scheduler_->report_log(*request, worker_secret(*context)));
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreSet(grpc::CallbackServerContext* context,
                                                       const v1::StoreSetRequest* request,
                                                       v1::StoreSetResponse*) {
   return finish_unary(context, auth_, [&] {
-    rendezvous_->set(request->scope(), request->key(), request->value());
-    return grpc::Status::OK;
+    absl::Status status = scheduler_->check_store_access(
+        request->worker_id(), worker_secret(*context), request->scope());
+    if (status.ok()) status = rendezvous_->set(request->scope(), request->key(), request->value());
+    return to_grpc(status);
   });
 }
 
@@ -88,6 +136,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreGet(grpc::CallbackServerContex
                                                       v1::StoreGetResponse* response) {
   return finish_later(
       context, auth_,
+      [&] {
+        return scheduler_->check_store_access(request->worker_id(), worker_secret(*context),
+                                              request->scope());
+      },
       [&](RendezvousStore::Done done) {
         rendezvous_->get(request->scope(), request->key(), store_timeout(request->timeout_ms()),
                          std::move(done));
@@ -100,6 +152,10 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreWait(grpc::CallbackServerConte
                                                        v1::StoreWaitResponse*) {
   return finish_later(
       context, auth_,
+      [&] {
+        return scheduler_->check_store_access(request->worker_id(), worker_secret(*context),
+                                              request->scope());
+      },
       [&](RendezvousStore::Done done) {
         rendezvous_->wait(request->scope(), {request->keys().begin(), request->keys().end()},
                           store_timeout(request->timeout_ms()), std::move(done));
@@ -111,8 +167,11 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreAdd(grpc::CallbackServerContex
                                                       const v1::StoreAddRequest* request,
                                                       v1::StoreAddResponse* response) {
   return finish_unary(context, auth_, [&] {
-    const absl::StatusOr<int64_t> sum =
-        rendezvous_->add(request->scope(), request->key(), request->delta());
+    const absl::Status access = scheduler_->check_store_access(
+        request->worker_id(), worker_secret(*context), request->scope());
+    if (!access.ok()) return to_grpc(access);
+    const absl::StatusOr<int64_t> sum = rendezvous_->add(request->scope(), request->key(),
+                                                         request->delta(), request->request_id());
     if (!sum.ok()) return to_grpc(sum.status());
     response->set_value(*sum);
     return grpc::Status::OK;

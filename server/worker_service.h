@@ -28,7 +28,9 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
         rendezvous_(rendezvous),
         auth_(std::move(join_auth)) {}
 
-  // A worker id (previous_worker_id when given) and the heartbeat interval.
+  // A worker id (previous_worker_id when given) and the heartbeat interval;
+  // INVALID_ARGUMENT for a data or metrics address that resolves to
+  // loopback while the worker calls from another host.
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
                                      const v1::RegisterRequest* request,
                                      v1::RegisterResponse* response) override;

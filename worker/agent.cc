@@ -1,12 +1,15 @@
 // Why: see agent.h.
 #include "agent.h"
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 
 #include "backoff.h"
 #include "job_spec_yaml.h"
+#include "net_address.h"
 #include "resources.h"
+#include "running_task.h"
 #include "task_progress.h"
 
 namespace mixtrain::worker {
@@ -18,6 +21,21 @@ constexpr std::chrono::hours kStreamTimeout{24};
 // A stream that stayed up this long was a success: the next reconnect starts fast.
 constexpr std::chrono::seconds kHealthyStream{10};
 constexpr std::chrono::seconds kFinalReportTimeout{10};
+// A heartbeat refused at its connection ("Connection refused") proves no
+// coordinator listened there when the channel last tried to connect, at
+// most its 2 s reconnect backoff (plus jitter) before the call was sent. A
+// coordinator started after that gives the ranks of its running jobs one
+// worker timeout plus 5 s (scheduler.cc) to come back before it restarts
+// them elsewhere, so such a refusal lets this worker's rank run on as if
+// the coordinator had been reached this long after the call was sent: a
+// coordinator restart does not stop training, a partition still does.
+constexpr std::chrono::seconds kRefusalCredit{2};
+
+// Whether `status` says the coordinator's address refused the connection.
+bool refused_by_coordinator_host(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         status.error_message().find("Connection refused") != std::string::npos;
+}
 
 std::string task_name(const v1::Task& task) {
   return "job " + task.job_id() + " attempt " + std::to_string(task.attempt()) + " rank " +
@@ -69,9 +87,15 @@ Agent::Agent(AgentOptions options, std::ostream& log, std::unique_ptr<WorkerConn
     : options_(std::move(options)),
       log_(log),
       connection_(std::move(connection)),
-      resources_(detect_resources(options_.backend)),
+      resources_([this] {
+        v1::Resources resources = detect_resources(options_.backend);
+        resources.set_threads(options_.threads);
+        return resources;
+      }()),
       hostname_(hostname()),
-      reporter_(*connection_, [this] { request_reregister(); }) {}
+      reporter_(
+          *connection_, [this] { request_reregister(); },
+          [this](std::chrono::steady_clock::time_point sent) { contacted(sent); }) {}
 
 Agent::~Agent() {
   stop();
@@ -105,36 +129,95 @@ void Agent::request_reregister() {
   if (stream_context_ != nullptr) stream_context_->TryCancel();
 }
 
-std::optional<v1::RunningTask> Agent::running_task() {
+std::vector<v1::RunningTask> Agent::listed_tasks() {
+  std::vector<v1::RunningTask> tasks = reporter_.unreported_finals();
   absl::MutexLock lock(&mu_);
-  if (!runner_ || runner_->finished()) return std::nullopt;
-  v1::RunningTask out;
-  out.set_job_id(runner_->task().job_id());
-  out.set_attempt(runner_->task().attempt());
-  out.set_rank(runner_->task().rank());
-  return out;
+  if (!runner_ || runner_->finished()) return tasks;
+  const v1::RunningTask running = v1::running_of(runner_->task());
+  if (std::none_of(tasks.begin(), tasks.end(),
+                   [&](const v1::RunningTask& t) { return same_task(t, running); })) {
+    tasks.push_back(running);
+  }
+  return tasks;
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> Agent::data_endpoint() const {
+  if (!options_.data_iface.empty()) {
+    const absl::StatusOr<std::string> address = server::interface_address(options_.data_iface);
+    if (!address.ok()) {
+      return absl::InvalidArgumentError("--data-iface: " + std::string(address.status().message()));
+    }
+    return std::make_pair(*address, options_.data_iface);
+  }
+  std::string address = options_.data_address;
+  if (address.empty()) {
+    const absl::StatusOr<std::string> routed =
+        server::route_source_address(options_.connection.address);
+    if (!routed.ok()) return routed.status();
+    address = *routed;
+  }
+  return std::make_pair(address, server::interface_holding(address));
 }
 
 grpc::Status Agent::register_worker() {
-  const std::string host = options_.advertise_host.empty() ? hostname_ : options_.advertise_host;
+  const absl::StatusOr<std::pair<std::string, std::string>> endpoint = data_endpoint();
+  if (!endpoint.ok()) {
+    return grpc::Status(endpoint.status().code() == absl::StatusCode::kInvalidArgument
+                            ? grpc::StatusCode::INVALID_ARGUMENT
+                            : grpc::StatusCode::UNAVAILABLE,
+                        std::string(endpoint.status().message()));
+  }
+  const std::string& data_address = endpoint->first;
+  std::string host = options_.advertise_host.empty() ? data_address : options_.advertise_host;
+  // What this host's own resolver makes of the names (Debian maps the
+  // hostname to 127.0.1.1): refused here, before the coordinator sees it.
+  if (const absl::StatusOr<std::string> seen_from =
+          server::route_source_address(options_.connection.address);
+      seen_from.ok()) {
+    absl::Status reachable = server::check_reachable_from_other_hosts(
+        "the data address", data_address, *seen_from, server::kDataAddressFix);
+    if (reachable.ok()) {
+      reachable = server::check_reachable_from_other_hosts("the metrics address host", host,
+                                                           *seen_from, server::kMetricsAddressFix);
+    }
+    if (!reachable.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(reachable.message()));
+    }
+  }
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";  // IPv6
   v1::RegisterRequest request;
   request.set_hostname(hostname_);
   request.set_metrics_address(host + ":" + std::to_string(metrics_port()));
+  request.set_data_address(data_address);
   *request.mutable_resources() = resources_;
   {
     absl::MutexLock lock(&mu_);
     request.set_previous_worker_id(worker_id_);
   }
-  if (const std::optional<v1::RunningTask> running = running_task())
-    *request.add_running() = *running;
+  request.set_previous_worker_secret(connection_->options().worker_secret);
+  for (const v1::RunningTask& task : listed_tasks()) *request.add_running() = task;
   grpc::ClientContext context;
   connection_->prepare(context, kCallTimeout);
   v1::RegisterResponse response;
+  const auto sent = std::chrono::steady_clock::now();
   const grpc::Status status = connection_->stub().Register(&context, request, &response);
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    // Our id is known there under other credentials: register as a new worker.
+    say("mixtrain-worker: " + status.error_message() + "; registering as a new worker");
+    absl::MutexLock lock(&mu_);
+    worker_id_.clear();
+    connection_->set_identity("", "");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, status.error_message());
+  }
   if (!status.ok()) return status;
+  connection_->set_identity(response.worker_id(), response.worker_secret());
+  contacted(sent);
   {
     absl::MutexLock lock(&mu_);
+    worker_timeout_ = std::chrono::milliseconds(response.worker_timeout_ms());
     worker_id_ = response.worker_id();
+    data_address_ = endpoint->first;
+    data_iface_ = endpoint->second;
     need_register_ = false;
     if (response.heartbeat_interval_ms() > 0)
       heartbeat_interval_ = std::chrono::milliseconds(response.heartbeat_interval_ms());
@@ -142,16 +225,19 @@ grpc::Status Agent::register_worker() {
   reporter_.set_worker_id(response.worker_id());
   metrics_.set_connected(true);
   say("mixtrain-worker: registered as " + response.worker_id() + " with " +
-      options_.connection.address + ", metrics on port " + std::to_string(metrics_port()));
+      options_.connection.address + ", data address " + data_address + ", metrics on port " +
+      std::to_string(metrics_port()));
   return status;
 }
 
-void Agent::run() {
+absl::Status Agent::run() {
   say("mixtrain-worker: metrics on port " + std::to_string(metrics_port()) + ", registering with " +
       options_.connection.address);
   std::thread heartbeats([this] { heartbeat_loop(); });
+  std::thread fence([this] { fence_loop(); });
   Backoff backoff;
   bool outage_reported = false;
+  absl::Status refused;
   while (true) {
     bool reregister = false;
     std::string id;
@@ -163,6 +249,12 @@ void Agent::run() {
     }
     if (reregister) {
       const grpc::Status status = register_worker();
+      if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        say("mixtrain-worker: registration refused: " + status.error_message());
+        refused = absl::InvalidArgumentError(status.error_message());
+        stop();
+        continue;
+      }
       if (!status.ok()) {
         if (!outage_reported) {
           say("mixtrain-worker: cannot register with " + options_.connection.address + ": " +
@@ -200,6 +292,7 @@ void Agent::run() {
     sleep(backoff.next());
   }
   heartbeats.join();
+  fence.join();
   std::unique_ptr<TaskRunner> runner;
   {
     absl::MutexLock lock(&mu_);
@@ -208,6 +301,7 @@ void Agent::run() {
   runner.reset();  // cancels a running task and waits for its final event
   if (!reporter_.flush(kFinalReportTimeout))
     say("mixtrain-worker: stopping with reports the coordinator did not take");
+  return refused;
 }
 
 grpc::Status Agent::serve_tasks(const std::string& worker_id) {
@@ -253,10 +347,13 @@ void Agent::handle(const v1::TaskCommand& command) {
 
 void Agent::start_task(const v1::Task& task) {
   absl::MutexLock lock(&mu_);
-  v1::RunningTask running;
-  running.set_job_id(task.job_id());
-  running.set_attempt(task.attempt());
-  running.set_rank(task.rank());
+  const v1::RunningTask running = v1::running_of(task);
+  if (runner_ && same_task(running, v1::running_of(runner_->task()))) {
+    // The coordinator writes a start again on every new stream until it
+    // sees the task listed: this one already runs (or ran) here.
+    say("mixtrain-worker: " + task_name(task) + " was started here already");
+    return;
+  }
   if (runner_ && !runner_->finished()) {
     // Refused at once, so that its attempt fails now rather than after the
     // other ranks' rendezvous timeout.
@@ -300,12 +397,17 @@ void Agent::start_task(const v1::Task& task) {
         (result.message.empty() ? "" : ": " + result.message));
   };
   say("mixtrain-worker: starting " + task_name(task) + " of " + std::to_string(task.world_size()));
-  runner_ = std::make_unique<TaskRunner>(options_.executable,
-                                         TaskLaunch{task, options_.backend, options_.connection},
-                                         std::move(events));
+  TaskLaunch launch{.task = task,
+                    .backend = options_.backend,
+                    .connection = connection_->options(),
+                    .data_address = data_address_,
+                    .data_iface = data_iface_,
+                    .threads = options_.threads};
+  runner_ = std::make_unique<TaskRunner>(options_.executable, std::move(launch), std::move(events));
 }
 
 void Agent::heartbeat_loop() {
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
   while (true) {
     std::chrono::milliseconds interval;
     {
@@ -323,18 +425,64 @@ void Agent::heartbeat_loop() {
     }
     v1::HeartbeatRequest request;
     request.set_worker_id(id);
-    if (const std::optional<v1::RunningTask> running = running_task())
-      *request.add_running() = *running;
+    for (const v1::RunningTask& task : listed_tasks()) *request.add_running() = task;
     grpc::ClientContext context;
     connection_->prepare(context, std::min(kCallTimeout, 2 * interval));
     v1::HeartbeatResponse response;
+    const auto sent = std::chrono::steady_clock::now();
     const grpc::Status status = connection_->stub().Heartbeat(&context, request, &response);
     metrics_.set_connected(status.ok() && !response.reregister());
+    if (status.ok() && !response.reregister()) contacted(sent);
+    if (refused_by_coordinator_host(status)) contacted(sent + kRefusalCredit);
+    // Said once when heartbeats start failing and once when they are back.
+    if (!status.ok() && !failing_since) {
+      failing_since = sent;
+      say("mixtrain-worker: heartbeats to " + options_.connection.address +
+          " failing: " + status.error_message());
+    } else if (status.ok() && failing_since) {
+      say("mixtrain-worker: heartbeats answered again after " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - *failing_since)
+                             .count()) +
+          " ms");
+      failing_since.reset();
+    }
     if ((status.ok() && response.reregister()) ||
         status.error_code() == grpc::StatusCode::NOT_FOUND) {
       say("mixtrain-worker: the coordinator does not know worker " + id + "; registering again");
       request_reregister();
     }
+  }
+}
+
+void Agent::contacted(std::chrono::steady_clock::time_point sent) {
+  absl::MutexLock lock(&mu_);
+  last_contact_ = std::max(last_contact_, sent);
+}
+
+void Agent::fence_loop() {
+  // Checked this often; the coordinator notices a silent worker no sooner
+  // than its timeout after the worker's last call was sent.
+  constexpr std::chrono::milliseconds kCheckEvery{100};
+  std::string fenced;  // the task already stopped, said once
+  while (true) {
+    sleep(kCheckEvery);
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    if (!runner_ || runner_->finished() || task_name(runner_->task()) == fenced ||
+        worker_timeout_.count() <= 0) {
+      continue;
+    }
+    const auto silent = std::chrono::steady_clock::now() - last_contact_;
+    if (silent < worker_timeout_) continue;
+    fenced = task_name(runner_->task());
+    const std::string reason =
+        "this worker has not reached the coordinator for " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()) +
+        " ms (its worker timeout is " + std::to_string(worker_timeout_.count()) +
+        " ms): the attempt is given up, its rank stops";
+    say("mixtrain-worker: stopping " + task_name(runner_->task()) + ": " + reason);
+    runner_->cancel(reason);
   }
 }
 

@@ -27,7 +27,13 @@ namespace mixtrain::worker {
 struct AgentOptions {
   ConnectionOptions connection;
   std::string metrics_listen = "0.0.0.0:9401";
-  std::string advertise_host;                 // empty: this machine's hostname
+  std::string advertise_host;                 // empty: the data address
+  // Where this worker's ranks bind and peers connect: an address or an
+  // interface (whose address is used); both empty: the local end of the
+  // route to the coordinator.
+  std::string data_address;
+  std::string data_iface;
+  int threads = 1;  // CPU threads per rank
   std::string backend = "cpu";                // resolved: "cpu" or "cuda"
   double peak_flops = 0.0;                    // for MFU; 0: estimated_peak_flops
   std::string executable = "/proc/self/exe";  // started in task mode for each task
@@ -46,8 +52,10 @@ class Agent {
 
   // Registers, serves task commands and heartbeats until stop(); then
   // cancels the running task, waits for its process and delivers its
-  // final report (for up to 10 s).
-  void run();
+  // final report (for up to 10 s). Returns the coordinator's refusal
+  // (INVALID_ARGUMENT) when it will never accept this worker as
+  // configured (a loopback data address seen from another host), else OK.
+  absl::Status run();
   // Makes run() return soon; safe from any thread (a signal thread).
   void stop();
 
@@ -56,17 +64,32 @@ class Agent {
  private:
   Agent(AgentOptions options, std::ostream& log, std::unique_ptr<WorkerConnection> connection);
 
-  // One Register call; sets worker_id_ on success.
+  // The address this worker's ranks bind and advertise, and the
+  // interface holding it ("" when unknown).
+  absl::StatusOr<std::pair<std::string, std::string>> data_endpoint() const;
+  // One Register call; sets worker_id_ and the data endpoint on success.
   grpc::Status register_worker();
   // Reads task commands until the stream ends; returns its status.
   grpc::Status serve_tasks(const std::string& worker_id);
   void handle(const v1::TaskCommand& command);
   void start_task(const v1::Task& task);
   void heartbeat_loop();
+  // Stops the running rank once the coordinator has not been reached for
+  // its worker timeout: by then it counts this worker lost and restarts the
+  // job elsewhere, and the old rank must not train (and checkpoint) on. A
+  // coordinator that is down (its host refuses connections) is not one
+  // that could restart the job; see kRefusalCredit.
+  void fence_loop();
+  // A call sent at `sent` reached the coordinator, which knows this worker
+  // (or proved, by a refusal, that no coordinator runs: `sent` is then
+  // moved by kRefusalCredit).
+  void contacted(std::chrono::steady_clock::time_point sent) ABSL_LOCKS_EXCLUDED(mu_);
   // Asks for a new registration (coordinator restarted): ends the task stream.
   void request_reregister();
-  // The task that runs now, if any.
-  std::optional<v1::RunningTask> running_task() ABSL_LOCKS_EXCLUDED(mu_);
+  // What heartbeats and registrations list as running: the task that runs
+  // now, if any, and every task whose final outcome the coordinator has
+  // not taken yet (so it does not take the task for one that vanished).
+  std::vector<v1::RunningTask> listed_tasks() ABSL_LOCKS_EXCLUDED(mu_);
   // Waits up to `delay` or until stop().
   void sleep(std::chrono::milliseconds delay) ABSL_LOCKS_EXCLUDED(mu_);
   void say(const std::string& line) ABSL_LOCKS_EXCLUDED(log_mu_);
@@ -84,7 +107,12 @@ class Agent {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool need_register_ ABSL_GUARDED_BY(mu_) = true;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);  // the last id the coordinator gave
+  std::string data_address_ ABSL_GUARDED_BY(mu_);  // as last registered
+  std::string data_iface_ ABSL_GUARDED_BY(mu_);
   std::chrono::milliseconds heartbeat_interval_ ABSL_GUARDED_BY(mu_){2000};
+  std::chrono::milliseconds worker_timeout_ ABSL_GUARDED_BY(mu_){0};  // 0: not told yet
+  // When the latest call that reached the coordinator was sent.
+  std::chrono::steady_clock::time_point last_contact_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // the open task stream
   // Declared after mu_ (it calls request_reregister) and before runner_
   // (whose last event it receives), so destruction goes runner, reporter, mu_.

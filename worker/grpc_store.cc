@@ -1,6 +1,8 @@
 // Why: see grpc_store.h.
 #include "grpc_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -19,8 +21,10 @@ constexpr milliseconds kDeadlineMargin{5000};
 // The deadline of a call that waits for nothing on the server.
 constexpr milliseconds kCallTimeout{10000};
 
-// Runs `attempt(remaining)` until it returns anything but UNAVAILABLE or
-// `deadline` passes, sleeping with backoff in between; returns the last status.
+// Runs `attempt(remaining)` until it returns anything but UNAVAILABLE (the
+// coordinator is away) or NOT_FOUND (it restarted and does not know this
+// worker until its agent registered again) or `deadline` passes, sleeping
+// with backoff in between; returns the last status.
 template <typename Attempt>
 grpc::Status retry_unavailable(Clock::time_point deadline, Attempt attempt) {
   Backoff backoff;
@@ -28,7 +32,10 @@ grpc::Status retry_unavailable(Clock::time_point deadline, Attempt attempt) {
     const auto remaining = std::max(
         milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
     grpc::Status status = attempt(remaining);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::NOT_FOUND) {
+      return status;
+    }
     const milliseconds delay = backoff.next();
     if (Clock::now() + delay >= deadline) return status;
     std::this_thread::sleep_for(delay);
@@ -55,6 +62,7 @@ grpc::Status retry_unavailable(Clock::time_point deadline, Attempt attempt) {
 
 void GrpcStore::set(const std::string& key, std::string_view value) {
   v1::StoreSetRequest request;
+  request.set_worker_id(worker_id_);
   request.set_scope(scope_);
   request.set_key(key);
   request.set_value(std::string(value));
@@ -69,6 +77,7 @@ void GrpcStore::set(const std::string& key, std::string_view value) {
 
 std::string GrpcStore::get(const std::string& key, milliseconds timeout) {
   v1::StoreGetRequest request;
+  request.set_worker_id(worker_id_);
   request.set_scope(scope_);
   request.set_key(key);
   v1::StoreGetResponse response;
@@ -85,6 +94,7 @@ std::string GrpcStore::get(const std::string& key, milliseconds timeout) {
 
 void GrpcStore::wait(const std::vector<std::string>& keys, milliseconds timeout) {
   v1::StoreWaitRequest request;
+  request.set_worker_id(worker_id_);
   request.set_scope(scope_);
   for (const std::string& key : keys) request.add_keys(key);
   const grpc::Status status =
@@ -101,9 +111,14 @@ void GrpcStore::wait(const std::vector<std::string>& keys, milliseconds timeout)
 
 int64_t GrpcStore::add(const std::string& key, int64_t delta) {
   v1::StoreAddRequest request;
+  request.set_worker_id(worker_id_);
   request.set_scope(scope_);
   request.set_key(key);
   request.set_delta(delta);
+  // The same id on every retry: the coordinator answers a repeat with the
+  // first sum instead of adding again.
+  request.set_request_id(worker_id_ + "/" + std::to_string(::getpid()) + "/" +
+                         std::to_string(next_add_++));
   v1::StoreAddResponse response;
   const grpc::Status status = retry_unavailable(Clock::now() + retry_window_, [&](milliseconds) {
     grpc::ClientContext context;

@@ -1,11 +1,12 @@
 // Why: ranks of a job scheduled by the coordinator find each other through
 // its rendezvous key-value store (WorkerService Store* calls), scoped to
 // one attempt. This adapts it to the engine's Store so make_communicator
-// works unchanged. A coordinator restart during rendezvous must not fail
-// the job, so unreachable-coordinator errors are retried with backoff for
-// as long as the caller's timeout allows.
+// works unchanged. An unreachable coordinator (a restart, a short
+// partition) is retried with backoff for as long as the caller's timeout
+// allows; a scope the coordinator no longer serves fails at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -21,7 +22,10 @@ class GrpcStore final : public Store {
   // unreachable coordinator for up to `retry_window`.
   GrpcStore(WorkerConnection& connection, std::string scope,
             std::chrono::milliseconds retry_window = std::chrono::seconds(300))
-      : connection_(connection), scope_(std::move(scope)), retry_window_(retry_window) {}
+      : connection_(connection),
+        worker_id_(connection.worker_id()),
+        scope_(std::move(scope)),
+        retry_window_(retry_window) {}
 
   // Throws EngineError(kUnavailable) when the coordinator stayed
   // unreachable for retry_window, kInternal for any other refusal.
@@ -33,14 +37,16 @@ class GrpcStore final : public Store {
   // `timeout` passes first (or the coordinator stayed unreachable).
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
   // Throws EngineError(kInvalidArgument) when the key holds a
-  // non-integer, kUnavailable as set does. A retry after a lost answer may
-  // add twice; rendezvous uses add only for counters that tolerate it.
+  // non-integer, kUnavailable as set does. Adds once however often a lost
+  // answer makes it retry (each add carries a request id).
   int64_t add(const std::string& key, int64_t delta) override;
 
  private:
   WorkerConnection& connection_;
+  const std::string worker_id_;  // the calls are this worker's (its rank's scope)
   const std::string scope_;
   const std::chrono::milliseconds retry_window_;
+  std::atomic<uint64_t> next_add_{0};
 };
 
 }  // namespace mixtrain::worker

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "agent.h"
+#include "common/usable_cores.h"
 #include "resources.h"
 #include "task_child.h"
 
@@ -40,6 +42,15 @@ std::optional<std::string> read_token(const std::string& path) {
   return token.substr(begin, end - begin + 1);
 }
 
+// OMP_NUM_THREADS when it holds a positive number, else the usable cores.
+int default_threads() {
+  if (const char* text = std::getenv("OMP_NUM_THREADS"); text != nullptr) {
+    const int value = std::atoi(text);
+    if (value > 0) return value;
+  }
+  return mixtrain::usable_cores();
+}
+
 int run_agent(int argc, char** argv) {
   CLI::App app{"mixtrain-worker: runs training tasks the coordinator schedules here"};
   mixtrain::worker::AgentOptions options;
@@ -52,7 +63,18 @@ int run_agent(int argc, char** argv) {
                  "HOST:PORT to serve /metrics on (port 0: a free one)")
       ->capture_default_str();
   app.add_option("--advertise-host", options.advertise_host,
-                 "Host Prometheus reaches /metrics at (default: this hostname)");
+                 "Host Prometheus reaches /metrics at (default: the data address)");
+  app.add_option("--data-address", options.data_address,
+                 "Address this worker's ranks bind and peers connect to (default: this host's "
+                 "address on its route to the coordinator)");
+  app.add_option("--data-iface", options.data_iface,
+                 "Network interface whose address the ranks use (instead of --data-address)")
+      ->excludes("--data-address");
+  int threads = 0;
+  app.add_option("--threads", threads,
+                 "CPU threads per rank (default: OMP_NUM_THREADS when set, else the cores this "
+                 "process may use: its CPU affinity and cgroup quota)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--backend", backend_choice, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--tls-ca", options.connection.channel.tls_ca_file,
                  "PEM CA of the coordinator's certificate (default: plaintext)");
@@ -80,6 +102,7 @@ int run_agent(int argc, char** argv) {
   }
   options.backend = *backend;
   options.peak_flops = peak_tflops * 1e12;
+  options.threads = threads > 0 ? threads : default_threads();
 
   // SIGINT/SIGTERM, whichever thread they land on, wake the thread that
   // stops the agent (a handler may do no more than write to a pipe).
@@ -103,14 +126,17 @@ int run_agent(int argc, char** argv) {
   mixtrain::worker::Agent* self = agent->get();
   std::thread signals([self] {
     unsigned char signal = 0;
-    while (::read(g_stop_pipe[0], &signal, 1) < 0 && errno == EINTR) {
+    ssize_t n = 0;
+    while ((n = ::read(g_stop_pipe[0], &signal, 1)) < 0 && errno == EINTR) {
     }
+    if (n != 1) return;  // the agent stopped by itself
     std::cerr << "mixtrain-worker: " << strsignal(signal) << ", stopping\n";
     self->stop();
   });
-  self->run();  // returns only after stop()
+  const absl::Status ran = self->run();  // returns only after stop()
+  ::close(g_stop_pipe[1]);                // ends the signal thread when no signal came
   signals.join();
-  return 0;
+  return ran.ok() ? 0 : 2;
 }
 
 }  // namespace

@@ -4,16 +4,13 @@
 #include <iostream>
 
 #include "backoff.h"
+#include "running_task.h"
 
 namespace mixtrain::worker {
 namespace {
 
 constexpr std::chrono::milliseconds kCallTimeout{10000};
 constexpr size_t kMaxLinesPerCall = 500;
-
-bool same_task(const v1::RunningTask& a, const v1::RunningTask& b) {
-  return a.job_id() == b.job_id() && a.attempt() == b.attempt() && a.rank() == b.rank();
-}
 
 // Worth trying again: the coordinator is away, slow, or restarted and
 // does not know this worker yet.
@@ -32,8 +29,11 @@ bool retryable(const grpc::Status& status) {
 
 }  // namespace
 
-Reporter::Reporter(WorkerConnection& connection, std::function<void()> on_unknown_worker)
-    : connection_(connection), on_unknown_worker_(std::move(on_unknown_worker)) {
+Reporter::Reporter(WorkerConnection& connection, std::function<void()> on_unknown_worker,
+                   std::function<void(std::chrono::steady_clock::time_point)> on_counted)
+    : connection_(connection),
+      on_unknown_worker_(std::move(on_unknown_worker)),
+      on_counted_(std::move(on_counted)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -97,6 +97,15 @@ bool Reporter::flush(std::chrono::milliseconds timeout) {
       absl::FromChrono(timeout));
   flushing_ = false;
   return done;
+}
+
+std::vector<v1::RunningTask> Reporter::unreported_finals() {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::RunningTask> tasks;
+  if (final_in_flight_) tasks.push_back(*final_in_flight_);
+  for (const Pending& p : pending_)
+    if (p.final) tasks.push_back(p.task);
+  return tasks;
 }
 
 bool Reporter::nothing_to_send() const {
@@ -178,15 +187,18 @@ void Reporter::restore(const Call& call) {
   }
 }
 
-grpc::Status Reporter::send(const Call& call) {
+grpc::Status Reporter::send(const Call& call, bool& counted) {
   grpc::ClientContext context;
   connection_.prepare(context, kCallTimeout);
+  counted = false;
   if (call.kind == Call::Kind::kLog) {
     v1::ReportLogResponse response;
     return connection_.stub().ReportLog(&context, call.log, &response);
   }
   v1::ReportProgressResponse response;
-  return connection_.stub().ReportProgress(&context, call.progress, &response);
+  const grpc::Status status = connection_.stub().ReportProgress(&context, call.progress, &response);
+  counted = status.ok() && response.counted();
+  return status;
 }
 
 void Reporter::run() {
@@ -205,10 +217,15 @@ void Reporter::run() {
       continue;
     }
     in_flight_ = true;
+    if (call->kind == Call::Kind::kFinal) final_in_flight_ = call->progress.task();
     mu_.Unlock();
-    const grpc::Status status = send(*call);
+    const Clock::time_point sent = Clock::now();
+    bool counted = false;
+    const grpc::Status status = send(*call, counted);
+    if (counted && on_counted_) on_counted_(sent);
     mu_.Lock();
     in_flight_ = false;
+    final_in_flight_.reset();
     if (status.ok()) {
       backoff.reset();
       continue;

@@ -34,8 +34,12 @@ class Reporter {
 
   // Delivers through `connection` (which must outlive the reporter);
   // calls `on_unknown_worker` (on the reporter's thread) when the
-  // coordinator answers NOT_FOUND. Nothing is sent before set_worker_id.
-  Reporter(WorkerConnection& connection, std::function<void()> on_unknown_worker);
+  // coordinator answers NOT_FOUND, and `on_counted` with the time a
+  // progress report was sent once the coordinator counted it as a
+  // heartbeat (ReportProgressResponse.counted). Nothing is sent before
+  // set_worker_id.
+  Reporter(WorkerConnection& connection, std::function<void()> on_unknown_worker,
+           std::function<void(std::chrono::steady_clock::time_point)> on_counted = {});
   // Stops the delivery thread; what was not delivered is lost (see flush).
   ~Reporter();
   Reporter(const Reporter&) = delete;
@@ -52,6 +56,11 @@ class Reporter {
   // `outcome`, `message`, `summary_json` and the last progress.
   void finish(const v1::RunningTask& task, v1::TaskOutcome outcome, const std::string& message,
               const std::string& summary_json);
+
+  // The tasks whose final outcome is queued or being sent, oldest first.
+  // The agent lists them as running until the coordinator took the
+  // outcome, so that a finished task is never taken for one that vanished.
+  std::vector<v1::RunningTask> unreported_finals() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits until everything queued was delivered (or dropped as refused),
   // at most `timeout`; true when nothing is left.
@@ -88,16 +97,19 @@ class Reporter {
   // Puts back what a failed call took out of pending_.
   void restore(const Call& call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Pending& pending_for(const v1::RunningTask& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  grpc::Status send(const Call& call);
+  // Makes `call`; `counted` tells whether the coordinator counted it as a heartbeat.
+  grpc::Status send(const Call& call, bool& counted);
   // No lines, unsent progress or final outcome queued and no call in flight.
   bool nothing_to_send() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerConnection& connection_;
   const std::function<void()> on_unknown_worker_;
+  const std::function<void(std::chrono::steady_clock::time_point)> on_counted_;
   absl::Mutex mu_;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
   std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);  // oldest task first
   bool in_flight_ ABSL_GUARDED_BY(mu_) = false;       // a call is being made
+  std::optional<v1::RunningTask> final_in_flight_ ABSL_GUARDED_BY(mu_);  // its task, for a final
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;      // something new to look at
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;  // send everything now, due or not

@@ -5,9 +5,9 @@
 
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "backend/backend.h"
+#include "common/usable_cores.h"
 #ifdef MIXTRAIN_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -48,7 +48,7 @@ int64_t parse_meminfo_total(const std::string& meminfo) {
 
 v1::Resources detect_resources(const std::string& backend) {
   v1::Resources out;
-  out.set_cpu_cores(static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
+  out.set_cpu_cores(usable_cores());
   std::ifstream meminfo("/proc/meminfo");
   std::stringstream text;
   text << meminfo.rdbuf();

@@ -15,9 +15,9 @@ namespace mixtrain::worker {
 // word, UNAVAILABLE for cuda without a usable device.
 absl::StatusOr<std::string> resolve_backend(const std::string& choice);
 
-// This machine: online CPU cores, MemTotal of /proc/meminfo (0 when it
-// cannot be read), CUDA devices when this build has CUDA (else none), and
-// `backend` ("cpu" or "cuda").
+// This machine: the CPU cores this process may use (usable_cores.h),
+// MemTotal of /proc/meminfo (0 when it cannot be read), CUDA devices when
+// this build has CUDA (else none), and `backend` ("cpu" or "cuda").
 v1::Resources detect_resources(const std::string& backend);
 
 // MemTotal in bytes from the text of /proc/meminfo; 0 when absent.

@@ -1,17 +1,20 @@
 // Why: see task_child.h.
 #include "task_child.h"
 
+#include <omp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <iterator>
 #include <memory>
 
 #include "backend/backend.h"
+#include "checkpoint/checkpoint_fence.h"
 #include "checkpoint/checkpoint_store.h"
 #include "child_messages.h"
 #include "comm/make_communicator.h"
@@ -70,6 +73,10 @@ int run_task_child(std::istream& in) {
     return 2;
   }
   const v1::Task& task = launch->task;
+  omp_set_num_threads(launch->threads);
+  // NCCL's bootstrap and socket transport pick an interface of their own
+  // unless told; the one holding our data address is the one peers reach.
+  if (!launch->data_iface.empty()) ::setenv("NCCL_SOCKET_IFNAME", launch->data_iface.c_str(), 0);
   if (!task.data_root().empty() && ::chdir(task.data_root().c_str()) != 0) {
     std::cerr << "cannot enter the data root " << task.data_root() << ": " << std::strerror(errno)
               << "\n";
@@ -103,12 +110,17 @@ int run_task_child(std::istream& in) {
       store = std::make_unique<GrpcStore>(*connection, task.rendezvous_scope(), timeout);
       CommOptions comm_options;
       comm_options.timeout = timeout;
+      if (!launch->data_address.empty()) comm_options.hostname = launch->data_address;
       comm = make_communicator(default_comm_backend(backend->device_type()), *store, task.rank(),
                                task.world_size(), comm_options);
       options.comm = comm.get();
     }
     if (!task.checkpoint_dir().empty()) {
       options.checkpoint_dir = task.checkpoint_dir();
+      // Claimed before looking for a checkpoint: from now on a rank of an
+      // earlier attempt that still runs can no longer commit or prune there.
+      options.checkpoint_epoch = task.attempt();
+      if (task.attempt() >= 1) claim_checkpoint_epoch(task.checkpoint_dir(), task.attempt());
       if (task.resume()) {
         const std::optional<CheckpointInfo> latest = latest_checkpoint(task.checkpoint_dir());
         if (latest) options.resume_dir = latest->path;

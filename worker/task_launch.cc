@@ -15,8 +15,13 @@ std::string encode_task_launch(const TaskLaunch& launch) {
                         {"backend", launch.backend},
                         {"coordinator", launch.connection.address},
                         {"join_token", launch.connection.join_token},
+                        {"worker_id", launch.connection.worker_id},
+                        {"worker_secret", launch.connection.worker_secret},
                         {"tls_ca_file", launch.connection.channel.tls_ca_file},
-                        {"tls_server_name", launch.connection.channel.tls_server_name}};
+                        {"tls_server_name", launch.connection.channel.tls_server_name},
+                        {"data_address", launch.data_address},
+                        {"data_iface", launch.data_iface},
+                        {"threads", launch.threads}};
   return out.dump();
 }
 
@@ -37,8 +42,17 @@ std::optional<TaskLaunch> decode_task_launch(std::string_view text, std::string&
     out.backend = in.at("backend").get<std::string>();
     out.connection.address = in.at("coordinator").get<std::string>();
     out.connection.join_token = in.at("join_token").get<std::string>();
+    out.connection.worker_id = in.at("worker_id").get<std::string>();
+    out.connection.worker_secret = in.at("worker_secret").get<std::string>();
     out.connection.channel.tls_ca_file = in.at("tls_ca_file").get<std::string>();
     out.connection.channel.tls_server_name = in.at("tls_server_name").get<std::string>();
+    out.data_address = in.at("data_address").get<std::string>();
+    out.data_iface = in.at("data_iface").get<std::string>();
+    out.threads = in.at("threads").get<int>();
+    if (out.threads < 1) {
+      error = "the task launch asks for " + std::to_string(out.threads) + " threads";
+      return std::nullopt;
+    }
     return out;
   } catch (const nlohmann::json::exception& e) {
     error = std::string("the task launch is malformed: ") + e.what();

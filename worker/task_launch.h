@@ -1,7 +1,8 @@
 // Why: the agent hands a task to its task process on the child's stdin
-// (never on the command line, where the join token would show in `ps`):
-// one JSON object with the task, the agent's backend and how to reach the
-// coordinator's rendezvous store.
+// (never on the command line, where the tokens would show in `ps`):
+// one JSON object with the task, the agent's backend, how to reach the
+// coordinator's rendezvous store, the address to bind for peers and the
+// threads to use.
 #pragma once
 
 #include <optional>
@@ -17,10 +18,14 @@ struct TaskLaunch {
   v1::Task task;
   std::string backend;  // "cpu" or "cuda": what the agent trains with
   ConnectionOptions connection;
+  std::string data_address;  // the rank binds and advertises this (Gloo's hostname)
+  std::string data_iface;    // the interface holding it, for NCCL_SOCKET_IFNAME; "" unknown
+  int threads = 1;           // CPU threads of the rank (OpenMP)
 };
 
 // {"task":{...protobuf JSON of Task...},"backend":..,"coordinator":..,
-//  "join_token":..,"tls_ca_file":..,"tls_server_name":..}
+//  "join_token":..,"worker_id":..,"worker_secret":..,"tls_ca_file":..,"tls_server_name":..,"data_address":..,
+//  "data_iface":..,"threads":..}
 std::string encode_task_launch(const TaskLaunch& launch);
 
 // The launch `text` holds; nullopt (and `error` set) when it is malformed.

@@ -62,8 +62,7 @@ class TaskRunner {
   // already ended. Safe from any thread, any number of times.
   void cancel(const std::string& reason);
 
-  // True once the task process ended and its result is known (on_finished
-  // may still be running; the destructor waits for it).
+  // True once the task process ended and on_finished returned.
   bool finished() const { return finished_.load(); }
 
   const v1::Task& task() const { return launch_.task; }

@@ -14,25 +14,12 @@ set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh" "$1"
 
 STEPS=300 DIM=128 SEQ=64 BATCH=8 write_spec "$WORK/data/job.yaml" recovery
-# The reference, without any service.
-mixtrain train "$WORK/data/job.yaml" --nproc 2 --set "checkpoint.dir=$WORK/reference" \
-  >"$WORK/reference.log" 2>&1 || fail "the reference run failed"
-mixtrain export "$WORK/reference" --format safetensors -O "$WORK/reference.safetensors" \
-  2>>"$WORK/reference.log" || fail "export of the reference"
+reference reference "$WORK/data/job.yaml" 2  # without any service
 
 start_coordinator
 start_worker a
 start_worker b
 start_worker c
-
-# same_weights ID: the job's final weights equal the reference's, byte for byte.
-same_weights() {
-  rm -f "$WORK/$1.safetensors"
-  mixtrain export "$WORK/checkpoints/$1" --format safetensors -O "$WORK/$1.safetensors" \
-    || fail "export of job $1"
-  cmp -s "$WORK/$1.safetensors" "$WORK/reference.safetensors" \
-    || fail "job $1's final weights differ from the uninterrupted run"
-}
 
 # A job started, past its first checkpoint (step 20): prints the id.
 running_past_checkpoint() {
@@ -54,7 +41,7 @@ child=$(pgrep -P "${WORKER_PID[$victim]}" | head -1)
 kill -9 "$child"
 wait_state "$id" SUCCEEDED 300
 [ "$(job_field "$id" "j['attempt']")" -ge 2 ] || fail "job $id did not restart"
-same_weights "$id"
+same_weights "$id" reference
 echo "training process lost: job $id restarted and matched the reference"
 
 # --- a whole worker agent dies ------------------------------------------------
@@ -65,7 +52,7 @@ kill -9 "${WORKER_PID[$victim]}"
 unset "WORKER_PID[$victim]"
 wait_state "$id" SUCCEEDED 300
 [ "$(job_field "$id" "j['attempt']")" -ge 2 ] || fail "job $id did not restart"
-same_weights "$id"
+same_weights "$id" reference
 mixtrain -o json workers | $PY -c "
 import json, sys
 states = {w['id']: w['state'] for w in json.load(sys.stdin)}
@@ -79,7 +66,7 @@ kill_coordinator
 sleep 1
 start_coordinator
 wait_state "$id" SUCCEEDED 300
-same_weights "$id"
+same_weights "$id" reference
 mixtrain -o json jobs >"$WORK/jobs.json"
 mixtrain -o json status "$id" >"$WORK/status.json"
 $PY - "$WORK/jobs.json" "$WORK/status.json" <<'PYCHECK' || fail "history after the coordinator restart"

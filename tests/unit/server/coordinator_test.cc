@@ -59,9 +59,9 @@ TEST_F(RestartTest, RunningJobContinuesWhenItsWorkersComeBack) {
   const v1::Task* tasks = before.tasks;
   EXPECT_EQ(job(job_id).state(), v1::JOB_STATE_RUNNING);
   auto first = worker({.previous_worker_id = before.worker_ids[0],
-                       .running = {FakeWorker::running_task(tasks[0])}});
+                       .running = {v1::running_of(tasks[0])}});
   auto second = worker({.previous_worker_id = before.worker_ids[1],
-                        .running = {FakeWorker::running_task(tasks[1])}});
+                        .running = {v1::running_of(tasks[1])}});
   EXPECT_EQ(first->id(), before.worker_ids[0]);
   // Past the grace period the attempt still runs, nothing was resent.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -88,7 +88,7 @@ TEST_F(RestartTest, RanksThatEndedWhileTheCoordinatorWasDownStillCount) {
 TEST_F(RestartTest, RunningJobIsRequeuedWhenAWorkerDoesNotComeBack) {
   const Before before = run_two_ranks_then_restart(spec(2, /*max_restarts=*/1));
   auto back = worker({.previous_worker_id = before.worker_ids[0],
-                      .running = {FakeWorker::running_task(before.tasks[0])}});
+                      .running = {v1::running_of(before.tasks[0])}});
   const std::optional<v1::TaskCommand> cancel = back->next(std::chrono::seconds(10));
   ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
   EXPECT_EQ(cancel->cancel().attempt(), 1);
@@ -202,13 +202,24 @@ TEST_F(StreamTest, StreamLogsTailsAndFollowsUntilTheJobEnds) {
   EXPECT_TRUE(reader->Finish().ok());
   EXPECT_EQ(texts, (std::vector<std::string>{"two", "three", "four"}));
 
+  // Lines of a task the worker no longer holds (or never held) are dropped.
+  ASSERT_TRUE(w->log(task, {"late"}).ok());
   v1::ReportLogRequest unknown;
   unknown.set_worker_id(w->id());
   unknown.mutable_task()->set_job_id("no-such-job");
   unknown.add_lines("x");
   v1::ReportLogResponse logged;
+  EXPECT_TRUE(w->stub().ReportLog(w->context().get(), unknown, &logged).ok());
   EXPECT_EQ(w->stub().ReportLog(call_context(kJoinToken).get(), unknown, &logged).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::StreamLogsRequest all;
+  all.set_id(task.job_id());
+  auto again = call_context(kClientToken);
+  auto stored = jobs_->StreamLogs(again.get(), all);
+  std::vector<std::string> kept;
+  while (stored->Read(&line)) kept.push_back(line.text());
+  EXPECT_TRUE(stored->Finish().ok());
+  EXPECT_EQ(std::count(kept.begin(), kept.end(), "late"), 0);
 }
 
 TEST_F(StreamTest, FollowingStreamsEndWhenTheCoordinatorShutsDown) {

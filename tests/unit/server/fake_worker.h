@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -19,14 +20,19 @@
 
 #include "absl/synchronization/mutex.h"
 #include "mixtrain.grpc.pb.h"
+#include "running_task.h"
+#include "worker_secret.h"
 
 namespace mixtrain::server::testing_support {
 
-// A context with a 10 s deadline and "authorization: Bearer <token>" unless empty.
-inline std::unique_ptr<grpc::ClientContext> call_context(const std::string& token) {
+// A context with a 10 s deadline, "authorization: Bearer <token>" unless
+// empty and the worker secret unless empty.
+inline std::unique_ptr<grpc::ClientContext> call_context(const std::string& token,
+                                                        const std::string& worker_secret = "") {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+  if (!worker_secret.empty()) context->AddMetadata(v1::kWorkerSecretHeader, worker_secret);
   return context;
 }
 
@@ -35,7 +41,12 @@ class FakeWorker {
   struct Options {
     v1::Backend backend = v1::BACKEND_CPU;
     std::string previous_worker_id;        // reconnecting after a coordinator restart
+    std::string previous_worker_secret;    // ... presenting this secret
     std::vector<v1::RunningTask> running;  // ... still running these
+    // A cancelled task is still listed in heartbeats this long (stopping).
+    std::chrono::milliseconds cancel_takes{0};
+    // This many starts are lost on the way: neither recorded nor run.
+    int lose_starts = 0;
     std::string hostname = "host";
     std::string metrics_address;
   };
@@ -49,25 +60,37 @@ class FakeWorker {
     request.mutable_resources()->set_backend(options.backend);
     request.mutable_resources()->set_cpu_cores(2);
     request.set_previous_worker_id(options.previous_worker_id);
+    request.set_previous_worker_secret(options.previous_worker_secret);
     for (const v1::RunningTask& task : options.running) *request.add_running() = task;
     running_ = options.running;
+    cancel_takes_ = options.cancel_takes;
+    lose_starts_ = options.lose_starts;
     v1::RegisterResponse response;
     const grpc::Status status = stub_->Register(call_context(token_).get(), request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     id_ = response.worker_id();
+    secret_ = response.worker_secret();
     interval_ms_ = response.heartbeat_interval_ms();
-    reader_thread_ = std::thread([this] { read_tasks(); });
+    open_stream();
     heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
   }
   ~FakeWorker() {
     stop_heartbeats();
-    tasks_context_.TryCancel();
-    reader_thread_.join();
+    close_stream();
   }
 
   const std::string& id() const { return id_; }
+  const std::string& secret() const { return secret_; }
   int heartbeat_interval_ms() const { return interval_ms_; }
   v1::WorkerService::Stub& stub() { return *stub_; }
+  // A context carrying the join token and this worker's secret.
+  std::unique_ptr<grpc::ClientContext> context() const { return call_context(token_, secret_); }
+
+  // Ends the Tasks stream and opens another, as an agent reconnecting does.
+  void reopen_stream() {
+    close_stream();
+    open_stream();
+  }
 
   // The next command received within `timeout`, or nullopt.
   std::optional<v1::TaskCommand> next(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
@@ -96,7 +119,7 @@ class FakeWorker {
                       int64_t step = 0) {
     v1::ReportProgressRequest request;
     request.set_worker_id(id_);
-    *request.mutable_task() = running_task(task);
+    *request.mutable_task() = v1::running_of(task);
     request.mutable_progress()->set_step(step);
     request.mutable_progress()->set_steps(10);
     request.mutable_progress()->set_train_loss(2.5);
@@ -105,16 +128,16 @@ class FakeWorker {
     request.set_summary_json(summary_json);
     if (outcome != v1::TASK_OUTCOME_RUNNING) forget(task.job_id(), task.attempt());
     v1::ReportProgressResponse response;
-    return stub_->ReportProgress(call_context(token_).get(), request, &response);
+    return stub_->ReportProgress(context().get(), request, &response);
   }
 
   grpc::Status log(const v1::Task& task, const std::vector<std::string>& lines) {
     v1::ReportLogRequest request;
     request.set_worker_id(id_);
-    *request.mutable_task() = running_task(task);
+    *request.mutable_task() = v1::running_of(task);
     for (const std::string& line : lines) request.add_lines(line);
     v1::ReportLogResponse response;
-    return stub_->ReportLog(call_context(token_).get(), request, &response);
+    return stub_->ReportLog(context().get(), request, &response);
   }
 
   // Stops heartbeating, as a hung or unplugged machine would.
@@ -123,34 +146,62 @@ class FakeWorker {
     if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   }
 
-  static v1::RunningTask running_task(const v1::Task& task) {
-    v1::RunningTask running;
-    running.set_job_id(task.job_id());
-    running.set_attempt(task.attempt());
-    running.set_rank(task.rank());
-    return running;
+ private:
+  void open_stream() {
+    tasks_context_ = std::make_unique<grpc::ClientContext>();
+    tasks_context_->AddMetadata("authorization", "Bearer " + token_);
+    tasks_context_->AddMetadata(v1::kWorkerSecretHeader, secret_);
+    reader_thread_ = std::thread([this, context = tasks_context_.get()] { read_tasks(context); });
   }
 
- private:
-  void read_tasks() {
+  void close_stream() {
+    tasks_context_->TryCancel();
+    reader_thread_.join();
+  }
+
+  void read_tasks(grpc::ClientContext* context) {
     v1::TasksRequest request;
     request.set_worker_id(id_);
-    tasks_context_.AddMetadata("authorization", "Bearer " + token_);
-    std::unique_ptr<grpc::ClientReader<v1::TaskCommand>> reader =
-        stub_->Tasks(&tasks_context_, request);
+    std::unique_ptr<grpc::ClientReader<v1::TaskCommand>> reader = stub_->Tasks(context, request);
     v1::TaskCommand command;
     while (reader->Read(&command)) {
       absl::MutexLock lock(&mu_);
-      if (command.has_start()) running_.push_back(running_task(command.start()));
+      if (command.has_start()) {
+        if (lose_starts_ > 0) {
+          --lose_starts_;
+          continue;
+        }
+        // A repeated start of a task it runs changes nothing, as in the agent.
+        const v1::RunningTask started = v1::running_of(command.start());
+        if (std::any_of(running_.begin(), running_.end(), [&](const v1::RunningTask& task) {
+              return v1::same_task(task, started);
+            })) {
+          continue;
+        }
+        running_.push_back(started);
+      }
       if (command.has_cancel()) {
-        std::erase_if(running_, [&](const v1::RunningTask& task) {
-          return task.job_id() == command.cancel().job_id() &&
-                 task.attempt() == command.cancel().attempt();
-        });
+        const auto stopped_at = std::chrono::steady_clock::now() + cancel_takes_;
+        for (const v1::RunningTask& task : running_) {
+          if (task.job_id() == command.cancel().job_id() &&
+              task.attempt() == command.cancel().attempt()) {
+            stopping_.emplace_back(task, stopped_at);
+          }
+        }
       }
       commands_.push_back(command);
     }
     reader->Finish().IgnoreError();
+  }
+
+  // Forgets the cancelled tasks whose stopping time came.
+  void finish_stopping() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& [task, at] : stopping_) {
+      if (at > now) continue;
+      std::erase_if(running_, [&](const v1::RunningTask& t) { return v1::same_task(t, task); });
+    }
+    std::erase_if(stopping_, [&](const auto& entry) { return entry.second <= now; });
   }
 
   void heartbeat_loop() {
@@ -159,10 +210,11 @@ class FakeWorker {
       request.set_worker_id(id_);
       {
         absl::MutexLock lock(&mu_);
+        finish_stopping();
         for (const v1::RunningTask& task : running_) *request.add_running() = task;
       }
       v1::HeartbeatResponse response;
-      stub_->Heartbeat(call_context(token_).get(), request, &response).IgnoreError();
+      stub_->Heartbeat(context().get(), request, &response).IgnoreError();
       std::this_thread::sleep_for(std::chrono::milliseconds(std::max(interval_ms_ / 2, 20)));
     }
   }
@@ -177,11 +229,17 @@ class FakeWorker {
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   const std::string token_;
   std::string id_;
+  std::string secret_;
   int interval_ms_ = 200;
-  grpc::ClientContext tasks_context_;
+  std::chrono::milliseconds cancel_takes_{0};
+  std::unique_ptr<grpc::ClientContext> tasks_context_;
   absl::Mutex mu_;
   std::deque<v1::TaskCommand> commands_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RunningTask> running_ ABSL_GUARDED_BY(mu_);
+  // Cancelled tasks still listed until their time.
+  std::vector<std::pair<v1::RunningTask, std::chrono::steady_clock::time_point>> stopping_
+      ABSL_GUARDED_BY(mu_);
+  int lose_starts_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<bool> stop_{false};
   std::thread reader_thread_;
   std::thread heartbeat_thread_;

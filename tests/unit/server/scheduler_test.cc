@@ -1,7 +1,9 @@
 // Why: gang scheduling is only right when every rank of a job starts
 // together, later jobs that fit are not starved by one that cannot start,
 // and a failed rank, a lost worker or a cancellation reaches every other
-// rank. These tests drive a real coordinator with fake workers over gRPC.
+// rank; a command lost on a half-dead stream is written again, and a worker
+// back from a partition gets no new rank while it stops its old one. These
+// tests drive a real coordinator with fake workers over gRPC.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -221,29 +223,24 @@ TEST_F(SchedulerTest, RendezvousScopeIsDroppedWhenTheAttemptEnds) {
   const std::string id = submit(spec(1));
   const v1::Task task = w->next_start();
   v1::StoreSetRequest set;
+  set.set_worker_id(w->id());
   set.set_scope(task.rendezvous_scope());
   set.set_key("addr");
   set.set_value("x");
   v1::StoreSetResponse set_response;
-  ASSERT_TRUE(w->stub()
-                  .StoreSet(testing_support::call_context(testing_support::kJoinToken).get(), set,
-                            &set_response)
-                  .ok());
+  ASSERT_TRUE(w->stub().StoreSet(w->context().get(), set, &set_response).ok());
   v1::StoreGetRequest get;
+  get.set_worker_id(w->id());
   get.set_scope(task.rendezvous_scope());
   get.set_key("addr");
   v1::StoreGetResponse got;
-  ASSERT_TRUE(
-      w->stub()
-          .StoreGet(testing_support::call_context(testing_support::kJoinToken).get(), get, &got)
-          .ok());
+  ASSERT_TRUE(w->stub().StoreGet(w->context().get(), get, &got).ok());
   ASSERT_TRUE(w->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
   await_state(id, v1::JOB_STATE_SUCCEEDED);
-  EXPECT_EQ(
-      w->stub()
-          .StoreGet(testing_support::call_context(testing_support::kJoinToken).get(), get, &got)
-          .error_code(),
-      grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(w->stub().StoreGet(w->context().get(), get, &got).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(w->stub().StoreSet(w->context().get(), set, &set_response).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
 }
 
 TEST_F(SchedulerTest, StaleReportOfAnEarlierAttemptIsIgnored) {
@@ -282,6 +279,53 @@ TEST_F(SchedulerTest, CallsOfAnUnknownWorkerAreNotFoundButHeartbeatAsksToRegiste
   v1::TaskCommand command;
   EXPECT_FALSE(reader->Read(&command));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(SchedulerTest, AStartLostOnAHalfDeadStreamIsWrittenAgainOnTheNextStream) {
+  auto w = worker({.lose_starts = 1});
+  const std::string id = submit(spec(1));
+  // Written to the stream, never arrived (a partition): nothing to read, and
+  // the worker's heartbeats do not list the task.
+  EXPECT_FALSE(w->next(std::chrono::milliseconds(600)).has_value());
+  w->reopen_stream();  // the agent reconnects
+  const v1::Task task = w->next_start();
+  EXPECT_EQ(task.job_id(), id);
+  EXPECT_EQ(task.attempt(), 1);
+  // Once its heartbeats list the task, it is not written again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * w->heartbeat_interval_ms()));
+  w->reopen_stream();
+  EXPECT_FALSE(w->next(std::chrono::milliseconds(600)).has_value());
+  EXPECT_EQ(job(id).state(), v1::JOB_STATE_RUNNING);
+}
+
+TEST_F(SchedulerTest, AWorkerBackFromAPartitionStopsItsOldRankBeforeItGetsANewOne) {
+  auto w = worker();
+  const std::string id = submit(spec(1, /*max_restarts=*/1));
+  const v1::Task first = w->next_start();
+  w->stop_heartbeats();  // partitioned: lost after the timeout, its attempt requeued
+  EXPECT_TRUE(eventually([&] { return job(id).restarts() == 1; })) << job(id).DebugString();
+  // The partition heals: its agent registers again, still running the old
+  // rank, which takes 1.5 s to stop once cancelled.
+  auto back = worker({.previous_worker_id = w->id(),
+                      .previous_worker_secret = w->secret(),
+                      .running = {v1::running_of(first)},
+                      .cancel_takes = std::chrono::milliseconds(1500)});
+  const std::optional<v1::TaskCommand> cancel = back->next();
+  ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
+  EXPECT_EQ(cancel->cancel().attempt(), 1);
+  // While it stops, it is busy: the restart waits instead of being refused.
+  EXPECT_FALSE(back->next(std::chrono::milliseconds(1000)).has_value());
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(jobs_
+                  ->ListWorkers(testing_support::call_context(testing_support::kClientToken).get(),
+                                {}, &workers)
+                  .ok());
+  ASSERT_EQ(workers.workers_size(), 1);
+  EXPECT_EQ(workers.workers(0).state(), v1::WORKER_STATE_BUSY);
+  const v1::Task second = back->next_start();
+  EXPECT_EQ(second.attempt(), 2);
+  ASSERT_TRUE(back->report(second, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  await_state(id, v1::JOB_STATE_SUCCEEDED);
 }
 
 }  // namespace

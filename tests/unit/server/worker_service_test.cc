@@ -1,8 +1,11 @@
 // Why: ranks rendezvous through the coordinator's Store while others set
 // keys, so gets and waits must block without starving the server (8 ranks
 // waiting at once), time out naming the missing key, and Add must refuse a
-// non-integer. The two tokens must never open each other's service, and a
-// refused call must change nothing.
+// non-integer, and a retried Add must add once. Only a worker holding a
+// rank of the running attempt, proven by its secret, may use its scope; an
+// ended attempt's scope cannot be re-created; a worker's id cannot be taken
+// over without its secret. The two tokens must never open each other's
+// service, and a refused call must change nothing.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -19,49 +22,65 @@ using testing_support::kClientToken;
 using testing_support::kJoinToken;
 using testing_support::spec;
 
+// The calls of one rank: a worker holding rank 0 of a running 1-worker
+// job, in that attempt's scope.
 class StoreTest : public ClusterTest {
  protected:
   void SetUp() override {
     ClusterTest::SetUp();
     stub_ = v1::WorkerService::NewStub(channel_);
+    rank_ = worker();
+    job_id_ = submit(spec(1));
+    task_ = rank_->next_start();
+    scope_ = task_.rendezvous_scope();
   }
   grpc::Status set(const std::string& key, const std::string& value) {
     v1::StoreSetRequest request;
-    request.set_scope("job/1");
+    request.set_worker_id(rank_->id());
+    request.set_scope(scope_);
     request.set_key(key);
     request.set_value(value);
     v1::StoreSetResponse response;
-    return stub_->StoreSet(call_context(kJoinToken).get(), request, &response);
+    return stub_->StoreSet(rank_->context().get(), request, &response);
   }
   grpc::Status get(const std::string& key, int64_t timeout_ms, std::string* value = nullptr) {
     v1::StoreGetRequest request;
-    request.set_scope("job/1");
+    request.set_worker_id(rank_->id());
+    request.set_scope(scope_);
     request.set_key(key);
     request.set_timeout_ms(timeout_ms);
     v1::StoreGetResponse response;
-    grpc::Status status = stub_->StoreGet(call_context(kJoinToken).get(), request, &response);
+    grpc::Status status = stub_->StoreGet(rank_->context().get(), request, &response);
     if (value != nullptr) *value = response.value();
     return status;
   }
   grpc::Status wait(const std::vector<std::string>& keys, int64_t timeout_ms) {
     v1::StoreWaitRequest request;
-    request.set_scope("job/1");
+    request.set_worker_id(rank_->id());
+    request.set_scope(scope_);
     for (const std::string& key : keys) request.add_keys(key);
     request.set_timeout_ms(timeout_ms);
     v1::StoreWaitResponse response;
-    return stub_->StoreWait(call_context(kJoinToken).get(), request, &response);
+    return stub_->StoreWait(rank_->context().get(), request, &response);
   }
-  grpc::Status add(const std::string& key, int64_t delta, int64_t* value) {
+  grpc::Status add(const std::string& key, int64_t delta, int64_t* value,
+                   const std::string& request_id = "") {
     v1::StoreAddRequest request;
-    request.set_scope("job/1");
+    request.set_worker_id(rank_->id());
+    request.set_scope(scope_);
     request.set_key(key);
     request.set_delta(delta);
+    request.set_request_id(request_id);
     v1::StoreAddResponse response;
-    grpc::Status status = stub_->StoreAdd(call_context(kJoinToken).get(), request, &response);
+    grpc::Status status = stub_->StoreAdd(rank_->context().get(), request, &response);
     *value = response.value();
     return status;
   }
   std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::unique_ptr<testing_support::FakeWorker> rank_;
+  std::string job_id_;
+  v1::Task task_;
+  std::string scope_;
 };
 
 TEST_F(StoreTest, SetGetWaitAndAdd) {
@@ -134,6 +153,71 @@ TEST_F(StoreTest, WaitersEndWhenTheCoordinatorShutsDown) {
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(3));
 }
 
+TEST_F(StoreTest, AnAddRetriedWithItsRequestIdAddsOnce) {
+  int64_t sum = 0;
+  ASSERT_TRUE(add("count", 2, &sum, "r1").ok());
+  ASSERT_TRUE(add("count", 2, &sum, "r1").ok());  // the answer was lost: retried
+  EXPECT_EQ(sum, 2);
+  ASSERT_TRUE(add("count", 3, &sum, "r2").ok());
+  EXPECT_EQ(sum, 5);
+}
+
+TEST_F(StoreTest, OnlyAWorkerHoldingARankOfTheAttemptMayUseItsScope) {
+  auto other = worker();  // registered, idle: holds no rank of the job
+  v1::StoreSetRequest request;
+  request.set_worker_id(other->id());
+  request.set_scope(scope_);
+  request.set_key("comm/gloo/0");
+  request.set_value("10.0.0.66:1");  // a redirect of rank 0's peers
+  v1::StoreSetResponse response;
+  const grpc::Status foreign = stub_->StoreSet(other->context().get(), request, &response);
+  EXPECT_EQ(foreign.error_code(), grpc::StatusCode::PERMISSION_DENIED) << foreign.error_message();
+  // Naming the rank's worker without its secret (the join token alone).
+  request.set_worker_id(rank_->id());
+  const grpc::Status impostor = stub_->StoreSet(other->context().get(), request, &response);
+  EXPECT_EQ(impostor.error_code(), grpc::StatusCode::PERMISSION_DENIED) << impostor.error_message();
+  const grpc::Status no_secret =
+      stub_->StoreSet(call_context(kJoinToken).get(), request, &response);
+  EXPECT_EQ(no_secret.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  std::string value;
+  EXPECT_EQ(get("comm/gloo/0", 0, &value).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The rank itself may.
+  EXPECT_TRUE(set("comm/gloo/0", "10.0.0.2:1").ok());
+}
+
+TEST_F(StoreTest, AStaleRankCannotRecreateTheScopeOfAnEndedAttempt) {
+  ASSERT_TRUE(set("k", "v").ok());
+  v1::CancelJobRequest cancel;
+  cancel.set_id(job_id_);
+  v1::Job cancelled;
+  ASSERT_TRUE(jobs_->CancelJob(call_context(kClientToken).get(), cancel, &cancelled).ok());
+  // The worker still holds the task until it stops it, but the scope is gone.
+  const grpc::Status late = set("k", "v2");
+  EXPECT_TRUE(late.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+              late.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+      << late.error_code() << " " << late.error_message();
+  EXPECT_NE(get("k", 0).error_code(), grpc::StatusCode::OK);
+}
+
+TEST_F(StoreTest, ARegistrationReusingALiveWorkersIdNeedsItsSecret) {
+  v1::RegisterRequest request;
+  request.set_hostname("impostor");
+  request.set_previous_worker_id(rank_->id());
+  v1::RegisterResponse response;
+  const grpc::Status taken = stub_->Register(call_context(kJoinToken).get(), request, &response);
+  EXPECT_EQ(taken.error_code(), grpc::StatusCode::PERMISSION_DENIED) << taken.error_message();
+  request.set_previous_worker_secret("guess");
+  EXPECT_EQ(stub_->Register(call_context(kJoinToken).get(), request, &response).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // The worker's entry and its rank are untouched; with its secret it may re-register.
+  request.set_previous_worker_secret(rank_->secret());
+  *request.add_running() = v1::running_of(task_);
+  ASSERT_TRUE(stub_->Register(call_context(kJoinToken).get(), request, &response).ok());
+  EXPECT_EQ(response.worker_id(), rank_->id());
+  EXPECT_EQ(response.worker_secret(), rank_->secret());
+  EXPECT_TRUE(set("still", "mine").ok());
+}
+
 using AuthTest = ClusterTest;
 
 TEST_F(AuthTest, EachServiceTakesOnlyItsOwnToken) {
@@ -169,16 +253,10 @@ TEST_F(AuthTest, EachServiceTakesOnlyItsOwnToken) {
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   }
   // Nothing changed: no job, no worker, no key.
-  EXPECT_TRUE(server_->store().list_jobs()->empty());
   v1::ListWorkersResponse listed;
   ASSERT_TRUE(jobs_->ListWorkers(call_context(kClientToken).get(), {}, &listed).ok());
   EXPECT_EQ(listed.workers_size(), 0);
-  v1::StoreGetRequest get;
-  get.set_scope("s");
-  get.set_key("k");
-  v1::StoreGetResponse got;
-  EXPECT_EQ(workers->StoreGet(call_context(kJoinToken).get(), get, &got).error_code(),
-            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_TRUE(server_->store().list_jobs()->empty());  // so no scope was ever opened
 }
 
 TEST_F(AuthTest, EqualTokensAreRefused) {

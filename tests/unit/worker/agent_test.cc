@@ -57,7 +57,7 @@ class AgentTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Agent>> agent = Agent::create(options, log_);
     ASSERT_TRUE(agent.ok()) << agent.status();
     agent_ = std::move(*agent);
-    thread_ = std::thread([this] { agent_->run(); });
+    thread_ = std::thread([this] { EXPECT_TRUE(agent_->run().ok()); });
     ASSERT_TRUE(eventually([&] { return !service_.registrations().empty(); }, milliseconds(10000)));
   }
   void TearDown() override {
@@ -100,6 +100,8 @@ TEST_F(AgentTest, RegistersRunsATaskAndReportsItsOutcome) {
   EXPECT_GT(registration.resources().memory_bytes(), 0);
   EXPECT_EQ(registration.resources().backend(), v1::BACKEND_CPU);
   EXPECT_TRUE(registration.previous_worker_id().empty());
+  EXPECT_EQ(registration.data_address(), "127.0.0.1");  // its route to the coordinator
+  EXPECT_GE(registration.resources().threads(), 1);
 
   service_.send(start(testing::tiny_task(testing::tiny_spec(10), dir_.path("ckpt"))));
   ASSERT_TRUE(eventually([&] { return !finals().empty(); }, milliseconds(60000)));
@@ -123,9 +125,47 @@ TEST_F(AgentTest, RegistersRunsATaskAndReportsItsOutcome) {
   agent_->stop();
   thread_.join();
   EXPECT_NE(log_.str().find("mixtrain-worker: registered as w1 with " + server_.address() +
-                            ", metrics on port " + std::to_string(agent_->metrics_port())),
+                            ", data address 127.0.0.1, metrics on port " +
+                            std::to_string(agent_->metrics_port())),
             std::string::npos)
       << log_.str();
+}
+
+TEST_F(AgentTest, AFinishedTaskIsListedUntilTheCoordinatorTookItsOutcome) {
+  // The coordinator takes a task missing from the heartbeats for one that
+  // vanished without an outcome; a final report still on its way must not
+  // make a successful job fail.
+  ASSERT_TRUE(eventually([&] { return !service_.heartbeats().empty(); }, milliseconds(5000)));
+  service_.refuse_finals(true);
+  service_.send(start(testing::tiny_task(testing::tiny_spec(3), dir_.path("ckpt"))));
+  ASSERT_TRUE(eventually([&] { return service_.refused_finals() > 0; }, milliseconds(60000)));
+  const size_t finished_at = service_.heartbeats().size();
+  std::this_thread::sleep_for(milliseconds(1200));  // six heartbeat intervals
+  const std::vector<v1::HeartbeatRequest> while_unreported = service_.heartbeats();
+  service_.refuse_finals(false);  // before any ASSERT, so that TearDown's flush ends
+  ASSERT_GT(while_unreported.size(), finished_at + 2);
+  for (size_t i = finished_at; i < while_unreported.size(); ++i) {
+    ASSERT_EQ(while_unreported[i].running_size(), 1) << i;
+    EXPECT_EQ(while_unreported[i].running(0).job_id(), "job-1");
+  }
+  ASSERT_TRUE(eventually([&] { return !finals().empty(); }, milliseconds(10000)));
+  EXPECT_EQ(finals().at(0).outcome(), v1::TASK_OUTCOME_SUCCEEDED) << finals().at(0).message();
+  // Once taken, it is no longer listed.
+  const size_t reported_at = service_.heartbeats().size();
+  ASSERT_TRUE(eventually([&] { return service_.heartbeats().size() > reported_at + 1; },
+                         milliseconds(5000)));
+  EXPECT_EQ(service_.heartbeats().back().running_size(), 0);
+}
+
+TEST_F(AgentTest, ARepeatedStartOfTheRunningTaskIsIgnored) {
+  const v1::Task task = testing::tiny_task(testing::tiny_spec(200), dir_.path("ckpt"));
+  service_.send(start(task));
+  ASSERT_TRUE(eventually([&] { return has_running_report(); }, milliseconds(60000)));
+  service_.send(start(task));  // written again on a new stream
+  service_.send(cancel("job-1", 1));
+  ASSERT_TRUE(eventually([&] { return !finals().empty(); }, milliseconds(20000)));
+  ASSERT_EQ(finals().size(), 1u);
+  EXPECT_EQ(finals().at(0).outcome(), v1::TASK_OUTCOME_CANCELLED) << finals().at(0).message();
 }
 
 TEST_F(AgentTest, TaskSurvivesACoordinatorRestartAndCanBeCancelledAfter) {

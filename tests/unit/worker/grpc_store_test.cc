@@ -90,6 +90,13 @@ TEST_F(GrpcStoreTest, AddCountsAndRefusesNonIntegers) {
   }
 }
 
+TEST_F(GrpcStoreTest, AnAddWhoseAnswerWasLostIsRetriedWithoutAddingTwice) {
+  GrpcStore store(*connection_, "s");
+  service_.lose_add_answers(2);
+  EXPECT_EQ(store.add("n", 2), 2);
+  EXPECT_EQ(store.add("n", 3), 5);
+}
+
 TEST_F(GrpcStoreTest, CoordinatorDownAtFirstIsWaitedFor) {
   const int port = server_.port();
   server_.stop();

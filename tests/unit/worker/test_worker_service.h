@@ -4,7 +4,8 @@
 // forget its workers as one does). It implements the WorkerService side
 // the agent needs with the least logic that keeps the contract of
 // mixtrain.proto: ids from a counter, commands from a queue the test
-// fills, the rendezvous store over a map, and reports recorded.
+// fills, the rendezvous store over a map (adds idempotent by request id),
+// and reports recorded.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -116,6 +117,11 @@ class TestWorkerService final : public v1::WorkerService::Service {
   grpc::Status StoreAdd(grpc::ServerContext*, const v1::StoreAddRequest* request,
                         v1::StoreAddResponse* response) override {
     std::lock_guard lock(mu_);
+    if (const auto seen = adds_.find(request->request_id());
+        !request->request_id().empty() && seen != adds_.end()) {
+      response->set_value(seen->second);
+      return grpc::Status::OK;
+    }
     std::string& value = store_[request->scope() + "/" + request->key()];
     int64_t current = 0;
     try {
@@ -127,13 +133,43 @@ class TestWorkerService final : public v1::WorkerService::Service {
     }
     value = std::to_string(current + request->delta());
     response->set_value(current + request->delta());
+    if (!request->request_id().empty()) adds_[request->request_id()] = response->value();
     changed_.notify_all();
+    if (lose_add_answers_ > 0) {
+      --lose_add_answers_;
+      return {grpc::StatusCode::UNAVAILABLE, "the answer was lost"};
+    }
     return grpc::Status::OK;
+  }
+
+  // The next `count` adds are applied but answer UNAVAILABLE, as when the
+  // answer is lost on the way back.
+  void lose_add_answers(int count) {
+    std::lock_guard lock(mu_);
+    lose_add_answers_ = count;
   }
 
   grpc::Status ReportProgress(grpc::ServerContext*, const v1::ReportProgressRequest* request,
                               v1::ReportProgressResponse*) override {
+    {
+      std::lock_guard lock(mu_);
+      if (refuse_finals_ && request->outcome() != v1::TASK_OUTCOME_RUNNING) {
+        ++refused_finals_;
+        return {grpc::StatusCode::UNAVAILABLE, "final reports are refused for now"};
+      }
+    }
     return record(*request, progress_);
+  }
+
+  // While set, final reports answer UNAVAILABLE (a coordinator that cannot
+  // be reached for them, as when they queue behind slow calls).
+  void refuse_finals(bool refuse) {
+    std::lock_guard lock(mu_);
+    refuse_finals_ = refuse;
+  }
+  int refused_finals() {
+    std::lock_guard lock(mu_);
+    return refused_finals_;
   }
 
   grpc::Status ReportLog(grpc::ServerContext*, const v1::ReportLogRequest* request,
@@ -188,6 +224,10 @@ class TestWorkerService final : public v1::WorkerService::Service {
   std::vector<v1::HeartbeatRequest> heartbeats_;
   std::vector<v1::ReportProgressRequest> progress_;
   std::vector<v1::ReportLogRequest> logs_;
+  std::map<std::string, int64_t> adds_;  // request id -> its sum
+  int lose_add_answers_ = 0;
+  bool refuse_finals_ = false;
+  int refused_finals_ = 0;
 };
 
 // The service on 127.0.0.1:`port` (0: a free one); stop() and start() again

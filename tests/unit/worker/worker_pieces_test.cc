@@ -3,9 +3,11 @@
 // report lines and the task launch surviving their round trip, reading
 // MemTotal, the Progress totals, and the backend choice.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include "backoff.h"
 #include "child_messages.h"
+#include "common/usable_cores.h"
 #include "line_splitter.h"
 #include "resources.h"
 #include "task_launch.h"
@@ -112,12 +114,21 @@ TEST(TaskLaunchTest, RoundTripsAndRejectsGarbage) {
   launch.connection.address = "coord:50051";
   launch.connection.join_token = "secret";
   launch.connection.channel.tls_ca_file = "/ca.pem";
+  launch.data_address = "10.1.2.3";
+  launch.data_iface = "eth1";
+  launch.threads = 3;
   std::string error;
   const std::optional<TaskLaunch> decoded = decode_task_launch(encode_task_launch(launch), error);
   ASSERT_TRUE(decoded.has_value()) << error;
   EXPECT_EQ(decoded->task.SerializeAsString(), launch.task.SerializeAsString());
   EXPECT_EQ(decoded->connection.join_token, "secret");
   EXPECT_EQ(decoded->connection.channel.tls_ca_file, "/ca.pem");
+  EXPECT_EQ(decoded->data_address, "10.1.2.3");
+  EXPECT_EQ(decoded->data_iface, "eth1");
+  EXPECT_EQ(decoded->threads, 3);
+  launch.threads = 0;
+  EXPECT_FALSE(decode_task_launch(encode_task_launch(launch), error).has_value());
+  EXPECT_NE(error.find("threads"), std::string::npos) << error;
   EXPECT_FALSE(decode_task_launch("{\"task\": 5}", error).has_value());
   EXPECT_FALSE(error.empty());
   EXPECT_FALSE(decode_task_launch("nonsense", error).has_value());
@@ -132,6 +143,20 @@ TEST(ResourcesTest, MemTotalAndThisMachine) {
   EXPECT_GT(resources.memory_bytes(), 0);
   EXPECT_EQ(resources.backend(), v1::BACKEND_CPU);
   EXPECT_GT(estimated_peak_flops(resources), 0.0);
+}
+
+TEST(ResourcesTest, CgroupQuotaRoundsUpAndMaxIsNoLimit) {
+  EXPECT_EQ(cgroup_v2_quota_cores("max 100000\n"), std::nullopt);
+  EXPECT_EQ(cgroup_v2_quota_cores("150000 100000\n"), 2);
+  EXPECT_EQ(cgroup_v2_quota_cores("100000 100000"), 1);
+  EXPECT_EQ(cgroup_v2_quota_cores("50000 100000"), 1);
+  EXPECT_EQ(cgroup_v2_quota_cores(""), std::nullopt);
+  EXPECT_EQ(cgroup_v2_quota_cores("garbage"), std::nullopt);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  EXPECT_GE(usable_cores(), 1);
+  EXPECT_LE(usable_cores(), CPU_COUNT(&mask));
 }
 
 // The published dense fp16 peaks: A100 312 TFLOP/s, H100 SXM 989 TFLOP/s.

@@ -247,16 +247,23 @@ LoadedCheckpoint load_checkpoint(const fs::path& path) {
   return loaded;
 }
 
+bool remove_checkpoint(const fs::path& dir, int64_t step) {
+  const fs::path path = dir / checkpoint_dir_name(step);
+  std::error_code error;
+  if (!fs::exists(path, error)) return false;
+  const fs::path doomed = checkpoint_temporary_dir(dir, step, ::getpid());
+  remove_all_or_throw(doomed);
+  rename_or_throw(path, doomed);
+  remove_all_or_throw(doomed);
+  return true;
+}
+
 std::vector<fs::path> retain_checkpoints(const fs::path& dir, size_t keep) {
   MIXTRAIN_CHECK_ARG(keep >= 1, "retain_checkpoints: keep must be at least 1");
   std::vector<fs::path> removed;
   const std::vector<CheckpointInfo> complete = list_checkpoints(dir);
   for (size_t i = 0; i + keep < complete.size(); ++i) {
-    const fs::path doomed = checkpoint_temporary_dir(dir, complete[i].step, ::getpid());
-    remove_all_or_throw(doomed);
-    rename_or_throw(complete[i].path, doomed);
-    remove_all_or_throw(doomed);
-    removed.push_back(complete[i].path);
+    if (remove_checkpoint(dir, complete[i].step)) removed.push_back(complete[i].path);
   }
   std::vector<fs::path> stale;
   std::error_code error;

@@ -122,6 +122,11 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::filesystem::path& dir
 // malformed file or manifest.
 LoadedCheckpoint load_checkpoint(const std::filesystem::path& path);
 
+// Removes checkpoint `step` of `dir` if it is there: renamed to a
+// temporary name first, so a crash mid-removal leaves only a stale
+// temporary. Returns whether it was there. Throws kInternal on I/O error.
+bool remove_checkpoint(const std::filesystem::path& dir, int64_t step);
+
 // Keeps the newest `keep` (>= 1) complete checkpoints in `dir`: older
 // complete ones are removed (first renamed to a temporary name, so a crash
 // mid-removal leaves only a stale temporary), as are temporary directories

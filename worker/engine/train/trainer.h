@@ -55,6 +55,11 @@ struct TrainerOptions {
   // Resume from this checkpoint directory (one holding manifest.json), or
   // from the newest complete checkpoint in this directory of checkpoints.
   std::optional<std::filesystem::path> resume_dir;
+  // The attempt writing checkpoints, for a job the coordinator may restart
+  // while a superseded rank still runs: >= 1 commits and prunes only while
+  // no newer attempt claimed checkpoint_dir (checkpoint_fence.h); 0: no
+  // fencing (one `mixtrain train` run).
+  int64_t checkpoint_epoch = 0;
   // This rank's communicator; null: one rank. Must outlive the trainer.
   Communicator* comm = nullptr;
   TrainerProgress progress;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "checkpoint/checkpoint_fence.h"
 #include "checkpoint/checkpoint_store.h"
 #include "common/error.h"
 #include "model/hf_safetensors.h"
@@ -92,6 +93,11 @@ void Trainer::write_checkpoint() {
   std::filesystem::path temporary;
   const std::vector<CheckpointWords> begun =
       agree_on_checkpoint("begin the checkpoint", leader, [&] {
+        const int64_t epoch = options_.checkpoint_epoch;
+        check_checkpoint_epoch(checkpoint_dir_, epoch, "begin a checkpoint");
+        // This attempt never wrote this step: one already there was written
+        // by a superseded attempt, and is replaced.
+        if (epoch > 0) remove_checkpoint(checkpoint_dir_, state_.step);
         temporary = begin_checkpoint(checkpoint_dir_, state_.step);
         return CheckpointWords{static_cast<int32_t>(::getpid()), 0, 0};
       });
@@ -116,7 +122,9 @@ void Trainer::write_checkpoint() {
       std::vector<ManifestFile> files;
       for (int r = 0; r < shards; ++r)
         files.push_back(file_from_words(shard_file_name(r, shards), written[r]));
+      check_checkpoint_epoch(checkpoint_dir_, options_.checkpoint_epoch, "commit a checkpoint");
       commit_checkpoint(temporary, state_.step, files, trainer_state_to_json(state_));
+      check_checkpoint_epoch(checkpoint_dir_, options_.checkpoint_epoch, "prune checkpoints");
       retain_checkpoints(checkpoint_dir_, static_cast<size_t>(spec_.checkpoint.keep));
       return CheckpointWords{};
     });

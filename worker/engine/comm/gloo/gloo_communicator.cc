@@ -68,8 +68,10 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int world_size, CommO
     : Communicator(rank, world_size, std::move(options)), store_(store) {
   if (world_size == 1) return;
   ignore_sigpipe_unless_handled();
-  const std::string where =
-      "gloo rendezvous (rank " + std::to_string(rank) + " of " + std::to_string(world_size) + ")";
+  const std::string host =
+      this->options().iface.empty() ? this->options().hostname : this->options().iface;
+  const std::string where = "gloo rendezvous (rank " + std::to_string(rank) + " of " +
+                            std::to_string(world_size) + " at " + host + ")";
   try {
     gloo::transport::tcp::attr attr;
     if (this->options().iface.empty()) {
@@ -77,13 +79,20 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int world_size, CommO
     } else {
       attr.iface = this->options().iface;
     }
-    device_ = gloo::transport::tcp::CreateDevice(attr);
+    try {
+      device_ = gloo::transport::tcp::CreateDevice(attr);
+    } catch (const gloo::Exception& e) {
+      throw EngineError(ErrorCode::kUnavailable, "cannot bind " + host + ": " + e.what());
+    }
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
     context->setTimeout(this->options().timeout);
-    const std::string host = attr.iface.empty() ? attr.hostname : attr.iface;
     store_.set(key("peer/" + std::to_string(rank)), host + " pid " + std::to_string(getpid()));
     GlooStoreAdapter adapter(store_, key("gloo/"), this->options().timeout);
-    context->connectFullMesh(adapter, device_);
+    try {
+      context->connectFullMesh(adapter, device_);
+    } catch (const gloo::Exception& e) {
+      throw EngineError(ErrorCode::kUnavailable, std::string(e.what()) + describe_peers());
+    }
     context_ = std::move(context);
     for (int r = 0; r < world_size; ++r) {
       const std::string peer =
@@ -103,6 +112,21 @@ GlooCommunicator::~GlooCommunicator() {
   if (options().memory) {
     options().memory->on_free(MemoryPool::kDevice, MemoryCategory::kCommBuffers, scratch_.size());
   }
+}
+
+std::string GlooCommunicator::describe_peers() {
+  std::string out;
+  for (int r = 0; r < world_size(); ++r) {
+    if (r == rank()) continue;
+    std::string peer = "not published";
+    try {
+      peer = "at " + store_.get(key("peer/" + std::to_string(r)), std::chrono::milliseconds(0));
+    } catch (const EngineError&) {
+      // Never published, or the store is gone: say so.
+    }
+    out += (out.empty() ? " (peers: rank " : ", rank ") + std::to_string(r) + " " + peer;
+  }
+  return out.empty() ? out : out + ")";
 }
 
 std::string GlooCommunicator::key(const std::string& name) const {

@@ -61,6 +61,9 @@ class GlooCommunicator final : public Communicator {
   // first), publishes it, closes every connection, and throws
   // EngineError(kUnavailable) "<op>: <cause>".
   [[noreturn]] void fail(CommOp op, const PeerFailure& failure);
+  // " (peers: rank 1 at <host> pid <pid>, rank 2 not published)": where
+  // the other ranks said they are, for a failed rendezvous.
+  std::string describe_peers();
   // "<store_prefix>/<name>".
   std::string key(const std::string& name) const;
   // At least `bytes` of staging memory, counted in options().memory.
