@@ -6,7 +6,8 @@
 #      within the timeout plus a few seconds (not the collective timeout),
 #      the cut-off rank stops itself, and the job restarts from its
 #      checkpoint on the workers it can get and ends byte-identical;
-#   2. a 1-rank job whose host is cut off (it could train on alone) stops
+#   2. a 1-rank job whose host is cut off from the coordinator only
+#      (blackhole routes both ways: it could train on alone) stops
 #      itself once the timeout passed, the restarted attempt claims the
 #      checkpoint directory (epoch-2) so the old one could no longer commit
 #      or prune there, and the result is byte-identical;
@@ -64,10 +65,12 @@ wait_for "[ \"\$(idle_workers)\" = 3 ]" 60 "the healed worker $victim to be idle
 echo "measured: worker partitioned: attempt failed after ${failed_after} s, its rank stopped itself after ${stopped_after} s (worker timeout ${WORKER_TIMEOUT} s)"
 
 # --- 2. a 1-rank job cut off from the coordinator keeps training alone -------
+# Coordinator-only: blackhole routes both ways; the host keeps its other peers.
 id=$(submit "$WORK/data/job1.yaml")
 running_past "$id" 30
 victim=$(rank_worker "$id" 0)
-partition "$victim"
+blackhole coordinator "$victim"
+blackhole "$victim" coordinator
 cut=$(now)
 wait_for "no_rank_on $victim" 15 "the cut-off 1-rank job on $victim to stop itself"
 stopped_after=$(since "$cut")
@@ -78,7 +81,8 @@ $PY -c "import sys; sys.exit(0 if $stopped_after <= $WORKER_TIMEOUT + 4 else 1)"
 wait_state "$id" SUCCEEDED 300
 [ -e "$WORK/checkpoints/$id/epoch-2" ] || fail "attempt 2 did not claim $WORK/checkpoints/$id"
 same_weights "$id" reference1
-heal "$victim"
+unblackhole coordinator "$victim"
+unblackhole "$victim" coordinator
 wait_for "[ \"\$(idle_workers)\" = 3 ]" 60 "the healed worker $victim to be idle again"
 echo "measured: 1-rank job cut off: its rank stopped after ${stopped_after} s, the restart came after ${restarted_after} s"
 

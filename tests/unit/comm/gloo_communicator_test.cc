@@ -132,6 +132,34 @@ TEST(GlooCommunicator, RendezvousTimesOutNamingTheMissingRank) {
   }
 }
 
+TEST(GlooCommunicator, AnAddressThisHostDoesNotHaveFailsNamingIt) {
+  MemoryStore store;
+  CommOptions options = comm_test::options_with(milliseconds(300));
+  options.hostname = "192.0.2.1";  // TEST-NET-1: on no interface here
+  try {
+    GlooCommunicator comm(store, 0, 2, options);
+    ADD_FAILURE() << "bound an address of another host";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("gloo rendezvous (rank 0 of 2 at 192.0.2.1)"));
+    EXPECT_THAT(e.what(), HasSubstr("cannot bind 192.0.2.1"));
+  }
+}
+
+TEST(GlooCommunicator, AFailedConnectNamesWhereThePeersSaidTheyAre) {
+  MemoryStore store;
+  // Rank 1 published its address, then vanished before the mesh formed.
+  store.set("comm/peer/1", "127.0.0.1 pid 4711");
+  try {
+    GlooCommunicator comm(store, 0, 2, comm_test::options_with(milliseconds(300)));
+    ADD_FAILURE() << "connected without rank 1";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("gloo rendezvous (rank 0 of 2 at 127.0.0.1)"));
+    EXPECT_THAT(e.what(), HasSubstr("(peers: rank 1 at 127.0.0.1 pid 4711)"));
+  }
+}
+
 TEST(GlooCommunicator, StagingBuffersAreCountedAsCommBuffersAndAsyncOpsQueue) {
   MemoryStore store;
   auto rank = [&](int r) {

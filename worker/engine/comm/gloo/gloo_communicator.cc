@@ -81,7 +81,7 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int world_size, CommO
     }
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
-    } catch (const gloo::Exception& e) {
+    } catch (const std::exception& e) {  // Gloo's EnforceNotMet is no gloo::Exception
       throw EngineError(ErrorCode::kUnavailable, "cannot bind " + host + ": " + e.what());
     }
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
@@ -90,8 +90,10 @@ GlooCommunicator::GlooCommunicator(Store& store, int rank, int world_size, CommO
     GlooStoreAdapter adapter(store_, key("gloo/"), this->options().timeout);
     try {
       context->connectFullMesh(adapter, device_);
-    } catch (const gloo::Exception& e) {
+    } catch (const gloo::Exception& e) {  // a peer refused, reset or timed out
       throw EngineError(ErrorCode::kUnavailable, std::string(e.what()) + describe_peers());
+    } catch (const EngineError& e) {  // a peer never published its address
+      throw EngineError(e.code(), std::string(e.what()) + describe_peers());
     }
     context_ = std::move(context);
     for (int r = 0; r < world_size; ++r) {
