@@ -16,8 +16,9 @@ class BearerAuth {
   // An empty `token` lets every call in (a coordinator started without one).
   explicit BearerAuth(std::string token) : token_(std::move(token)) {}
 
-  // OK when the call carries "authorization: Bearer <token>", else
-  // UNAUTHENTICATED (without saying what was expected).
+  // OK when the call carries "authorization: Bearer <token>" (the scheme
+  // in any letter case, RFC 7235), else UNAUTHENTICATED (without saying
+  // what was expected).
   grpc::Status check(const grpc::ServerContextBase& context) const;
 
  private:

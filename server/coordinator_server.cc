@@ -87,6 +87,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
   if (c.server_ == nullptr || c.port_ == 0) {
     return absl::UnavailableError("cannot listen on " + options.listen);
   }
+  // Probes and load balancers ask for a service by its full name.
+  for (const char* service : {v1::JobService::service_full_name(),
+                              v1::WorkerService::service_full_name()}) {
+    c.server_->GetHealthCheckService()->SetServingStatus(service, true);
+  }
   return coordinator;
 }
 

@@ -109,14 +109,20 @@ TEST_F(CoordinatorTest, RestartedCoordinatorStillHasTheJob) {
 }
 
 // grpc.health.v1 without its generated stub: the empty request (every
-// service) must be answered SERVING, serialized as field 1 = 1.
-TEST_F(CoordinatorTest, HealthCheckSaysServingWithoutAToken) {
+// service) and each service's full name (what probes and load balancers
+// ask) must be answered SERVING, serialized as field 1 = 1.
+class HealthTest : public CoordinatorTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(HealthTest, SaysServingWithoutAToken) {
   grpc::GenericStub stub(grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                              grpc::InsecureChannelCredentials()));
   grpc::CompletionQueue queue;
   const std::unique_ptr<grpc::ClientContext> call_context = context("");
-  grpc::Slice no_bytes("");
-  const grpc::ByteBuffer request(&no_bytes, 1);
+  // HealthCheckRequest{service = GetParam()}: field 1, length-delimited.
+  std::string encoded;
+  if (!GetParam().empty()) encoded = std::string("\x0a", 1) + char(GetParam().size()) + GetParam();
+  grpc::Slice request_bytes(encoded);
+  const grpc::ByteBuffer request(&request_bytes, 1);
   auto call =
       stub.PrepareUnaryCall(call_context.get(), "/grpc.health.v1.Health/Check", request, &queue);
   call->StartCall();
@@ -135,6 +141,29 @@ TEST_F(CoordinatorTest, HealthCheckSaysServingWithoutAToken) {
   queue.Shutdown();
   while (queue.Next(&tag, &ok)) {
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Services, HealthTest,
+                         ::testing::Values("", "mixtrain.v1.JobService",
+                                           "mixtrain.v1.WorkerService"),
+                         [](const auto& info) {
+                           return info.param.empty() ? std::string("Server")
+                                                     : info.param.substr(info.param.rfind('.') + 1);
+                         });
+
+TEST_F(CoordinatorTest, TheBearerSchemeIsCaseInsensitive) {
+  for (const std::string scheme : {"Bearer", "bearer", "BEARER"}) {
+    grpc::ClientContext call;
+    call.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    call.AddMetadata("authorization", scheme + " " + kToken);
+    v1::ListJobsResponse jobs;
+    EXPECT_TRUE(stub_->ListJobs(&call, {}, &jobs).ok()) << scheme;
+  }
+  grpc::ClientContext wrong;
+  wrong.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  wrong.AddMetadata("authorization", std::string("Basic ") + kToken);
+  v1::ListJobsResponse jobs;
+  EXPECT_EQ(stub_->ListJobs(&wrong, {}, &jobs).error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(CoordinatorTest, UnknownJobIsNotFound) {
