@@ -38,6 +38,14 @@ grpc::ServerUnaryReactor* finish_later(grpc::CallbackServerContext* context, con
   return reactor;
 }
 
+// OK with `answer` in `response`, or the error `answer` holds.
+template <typename Response>
+grpc::Status answer_with(absl::StatusOr<Response> answer, Response* response) {
+  if (!answer.ok()) return to_grpc(answer.status());
+  *response = std::move(*answer);
+  return grpc::Status::OK;
+}
+
 // The worker secret the call presents ("" when none).
 std::string worker_secret(const grpc::CallbackServerContext& context) {
   const auto& metadata = context.client_metadata();
@@ -71,10 +79,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContex
     if (grpc::Status status = check_addresses(context->peer(), checked); !status.ok()) {
       return status;
     }
-    absl::StatusOr<v1::RegisterResponse> registered = scheduler_->register_worker(checked);
-    if (!registered.ok()) return to_grpc(registered.status());
-    *response = std::move(*registered);
-    return grpc::Status::OK;
+    return answer_with(scheduler_->register_worker(checked), response);
   });
 }
 
@@ -92,11 +97,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
                                                        const v1::HeartbeatRequest* request,
                                                        v1::HeartbeatResponse* response) {
   return finish_unary(context, auth_, [&] {
-    absl::StatusOr<v1::HeartbeatResponse> answer =
-        scheduler_->heartbeat(*request, worker_secret(*context));
-    if (!answer.ok()) return to_grpc(answer.status());
-    *response = std::move(*answer);
-    return grpc::Status::OK;
+    return answer_with(scheduler_->heartbeat(*request, worker_secret(*context)), response);
   });
 }
 
@@ -104,11 +105,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::ReportProgressRequest* request,
     v1::ReportProgressResponse* response) {
   return finish_unary(context, auth_, [&] {
-    absl::StatusOr<v1::ReportProgressResponse> answer =
-        scheduler_->report_progress(*request, worker_secret(*context));
-    if (!answer.ok()) return to_grpc(answer.status());
-    *response = std::move(*answer);
-    return grpc::Status::OK;
+    return answer_with(scheduler_->report_progress(*request, worker_secret(*context)), response);
   });
 }
 

@@ -60,6 +60,13 @@ class ClusterTest : public testing::Test {
     jobs_ = v1::JobService::NewStub(channel_);
   }
 
+  // Every registered worker, as ListWorkers answers.
+  v1::ListWorkersResponse list_workers() {
+    v1::ListWorkersResponse workers;
+    EXPECT_TRUE(jobs_->ListWorkers(call_context(kClientToken).get(), {}, &workers).ok());
+    return workers;
+  }
+
   std::unique_ptr<FakeWorker> worker(FakeWorker::Options options = {}) {
     return std::make_unique<FakeWorker>(channel_, kJoinToken, std::move(options));
   }

@@ -38,11 +38,7 @@ TEST_F(SchedulerTest, RegisteredWorkerHeartbeatsAndReceivesTheTaskOfASubmittedJo
   ASSERT_EQ(running.workers_size(), 1);
   EXPECT_EQ(running.workers(0), worker->id());
 
-  v1::ListWorkersResponse workers;
-  ASSERT_TRUE(jobs_
-                  ->ListWorkers(testing_support::call_context(testing_support::kClientToken).get(),
-                                {}, &workers)
-                  .ok());
+  const v1::ListWorkersResponse workers = list_workers();
   ASSERT_EQ(workers.workers_size(), 1);
   EXPECT_EQ(workers.workers(0).state(), v1::WORKER_STATE_BUSY);
   EXPECT_EQ(workers.workers(0).task().job_id(), id);
@@ -315,11 +311,7 @@ TEST_F(SchedulerTest, AWorkerBackFromAPartitionStopsItsOldRankBeforeItGetsANewOn
   EXPECT_EQ(cancel->cancel().attempt(), 1);
   // While it stops, it is busy: the restart waits instead of being refused.
   EXPECT_FALSE(back->next(std::chrono::milliseconds(1000)).has_value());
-  v1::ListWorkersResponse workers;
-  ASSERT_TRUE(jobs_
-                  ->ListWorkers(testing_support::call_context(testing_support::kClientToken).get(),
-                                {}, &workers)
-                  .ok());
+  const v1::ListWorkersResponse workers = list_workers();
   ASSERT_EQ(workers.workers_size(), 1);
   EXPECT_EQ(workers.workers(0).state(), v1::WORKER_STATE_BUSY);
   const v1::Task second = back->next_start();
