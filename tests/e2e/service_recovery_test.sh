@@ -12,6 +12,9 @@
 #   service_recovery_test.sh BIN_DIR
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh" "$1"
+# A coordinator restart (kill, 1 s, start, reconnect) must stay well inside
+# the worker timeout, or the ranks fence themselves (worker/agent.h).
+WORKER_TIMEOUT=6
 
 STEPS=300 DIM=128 SEQ=64 BATCH=8 write_spec "$WORK/data/job.yaml" recovery
 reference reference "$WORK/data/job.yaml" 2  # without any service
