@@ -13,6 +13,10 @@
 namespace mixtrain::server {
 namespace {
 
+// A spec with thousands of mistakes gets the first ones, not a message of
+// megabytes.
+constexpr size_t kMaxProblemsShown = 20;
+
 // Writes the job into `response`, or returns the store's error.
 grpc::Status reply_job(const absl::StatusOr<JobRecord>& record, v1::Job& response) {
   if (!record.ok()) return to_grpc(record.status());
@@ -24,11 +28,6 @@ grpc::Status reply_job(const absl::StatusOr<JobRecord>& record, v1::Job& respons
 
 grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
                                     v1::SubmitJobResponse& response) {
-  if (request.spec_yaml().size() > kMaxSpecBytes) {
-    return {grpc::StatusCode::INVALID_ARGUMENT,
-            "the job spec is " + std::to_string(request.spec_yaml().size()) + " bytes, at most " +
-                std::to_string(kMaxSpecBytes) + " are accepted"};
-  }
   const std::string source = request.source_name().empty() ? "job.yaml" : request.source_name();
   const cli::JobSpecResult parsed = cli::parse_job_spec(request.spec_yaml(), source);
   std::vector<std::string> problems;
@@ -40,9 +39,12 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
   }
   if (!problems.empty()) {
     std::string message;
-    for (const std::string& problem : problems) {
+    for (size_t i = 0; i < std::min(problems.size(), kMaxProblemsShown); ++i) {
       if (!message.empty()) message += "\n";
-      message += problem;
+      message += problems[i];
+    }
+    if (problems.size() > kMaxProblemsShown) {
+      message += "\n... and " + std::to_string(problems.size() - kMaxProblemsShown) + " more";
     }
     return {grpc::StatusCode::INVALID_ARGUMENT, message};
   }
@@ -71,19 +73,19 @@ grpc::Status JobServiceImpl::get(const std::string& id, v1::Job& response) {
 grpc::ServerUnaryReactor* JobServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                     const v1::SubmitJobRequest* request,
                                                     v1::SubmitJobResponse* response) {
-  return finish_unary(context, auth_, [&] { return submit(*request, *response); });
+  return finish_unary(context, auth_, *request, [&] { return submit(*request, *response); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* context,
                                                  const v1::GetJobRequest* request,
                                                  v1::Job* response) {
-  return finish_unary(context, auth_, [&] { return get(request->id(), *response); });
+  return finish_unary(context, auth_, *request, [&] { return get(request->id(), *response); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
     const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_jobs();
     if (!jobs.ok()) return to_grpc(jobs.status());
     for (const JobRecord& job : *jobs) {
@@ -100,13 +102,13 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,
                                                     const v1::CancelJobRequest* request,
                                                     v1::Job* response) {
-  return finish_unary(context, auth_,
+  return finish_unary(context, auth_, *request,
                       [&] { return reply_job(scheduler_->cancel_job(request->id()), *response); });
 }
 
 grpc::ServerWriteReactor<v1::JobUpdate>* JobServiceImpl::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  if (grpc::Status status = auth_.check(*context); !status.ok()) {
+  if (grpc::Status status = admit(*context, auth_, *request); !status.ok()) {
     return new RefusedWriter<v1::JobUpdate>(status);
   }
   return watchers_->watch(request->id());
@@ -114,16 +116,16 @@ grpc::ServerWriteReactor<v1::JobUpdate>* JobServiceImpl::WatchJob(
 
 grpc::ServerWriteReactor<v1::LogLine>* JobServiceImpl::StreamLogs(
     grpc::CallbackServerContext* context, const v1::StreamLogsRequest* request) {
-  if (grpc::Status status = auth_.check(*context); !status.ok()) {
+  if (grpc::Status status = admit(*context, auth_, *request); !status.ok()) {
     return new RefusedWriter<v1::LogLine>(status);
   }
   return watchers_->stream_logs(*request);
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
-                                                      const v1::ListWorkersRequest*,
+                                                      const v1::ListWorkersRequest* request,
                                                       v1::ListWorkersResponse* response) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
     for (v1::Worker& worker : scheduler_->list_workers()) {
       *response->add_workers() = std::move(worker);
     }

@@ -91,6 +91,18 @@ LogRecord read_log(const SqliteStatement& row) {
           row.column_int64(2), row.column_text(3), row.column_int64(4)};
 }
 
+// Every row that the bound `statement` selects, each converted by `read`.
+template <typename Read>
+auto read_rows(SqliteStatement& statement, Read read)
+    -> absl::StatusOr<std::vector<decltype(read(std::declval<const SqliteStatement&>()))>> {
+  std::vector<decltype(read(statement))> rows;
+  while (true) {
+    ASSIGN_OR_RETURN(has_row, statement.step());
+    if (!has_row) return rows;
+    rows.push_back(read(statement));
+  }
+}
+
 // Every row that `sql` selects, each converted by `read`; `job_id` fills
 // the statement's parameter when it has one.
 template <typename Read>
@@ -98,12 +110,7 @@ auto select_rows(SqliteDb& db, std::string_view sql, std::string_view job_id, Re
     -> absl::StatusOr<std::vector<decltype(read(std::declval<const SqliteStatement&>()))>> {
   ASSIGN_OR_RETURN(statement, db.prepare(sql));
   statement.bind(1, job_id);
-  std::vector<decltype(read(statement))> rows;
-  while (true) {
-    ASSIGN_OR_RETURN(has_row, statement.step());
-    if (!has_row) return rows;
-    rows.push_back(read(statement));
-  }
+  return read_rows(statement, read);
 }
 
 // Adds each of kAddedJobColumns that `jobs` lacks.
@@ -338,12 +345,22 @@ absl::Status JobStore::append_log(std::string_view id, int32_t attempt, int32_t 
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<LogRecord>> JobStore::logs(std::string_view id) {
+absl::StatusOr<std::vector<LogRecord>> JobStore::logs(std::string_view id, int64_t after_seq,
+                                                      int64_t limit) {
   absl::MutexLock lock(&mu_);
-  return select_rows(*db_,
-                     "SELECT attempt, rank, unix_ms, text, seq FROM logs "
-                     "WHERE job_id = ? ORDER BY seq",
-                     id, read_log);
+  ASSIGN_OR_RETURN(select, db_->prepare("SELECT attempt, rank, unix_ms, text, seq FROM logs "
+                                        "WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?"));
+  select.bind(1, id).bind(2, after_seq).bind(3, limit);
+  return read_rows(select, read_log);
+}
+
+absl::StatusOr<int64_t> JobStore::seq_before_last(std::string_view id, int64_t lines) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(select, db_->prepare("SELECT seq FROM logs WHERE job_id = ? "
+                                        "ORDER BY seq DESC LIMIT 1 OFFSET ?"));
+  select.bind(1, id).bind(2, lines);
+  ASSIGN_OR_RETURN(has_row, select.step());
+  return has_row ? select.column_int64(0) : 0;
 }
 
 }  // namespace mixtrain::server

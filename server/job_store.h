@@ -125,8 +125,13 @@ class JobStore {
   // NOT_FOUND for an unknown id.
   absl::Status append_log(std::string_view id, int32_t attempt, int32_t rank,
                           std::string_view text);
-  // The stored tail, oldest first.
-  absl::StatusOr<std::vector<LogRecord>> logs(std::string_view id);
+  // The stored lines after the line numbered `after_seq`, oldest first, at
+  // most `limit` of them (all when negative).
+  absl::StatusOr<std::vector<LogRecord>> logs(std::string_view id, int64_t after_seq = 0,
+                                              int64_t limit = -1);
+  // The seq after which the job's last `lines` stored lines start (0 when
+  // it has no more than that).
+  absl::StatusOr<int64_t> seq_before_last(std::string_view id, int64_t lines);
 
  private:
   JobStore(std::unique_ptr<SqliteDb> db, const JobStoreOptions& options)

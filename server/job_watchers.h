@@ -30,9 +30,9 @@ class JobWatchers final : public JobStoreListener {
   // state, progress or message; it ends after a final state. NOT_FOUND for
   // an unknown id.
   grpc::ServerWriteReactor<v1::JobUpdate>* watch(const std::string& job_id);
-  // The job's stored log (its last `tail_lines` when positive); with
-  // `follow`, then every new line until the job is final. NOT_FOUND for an
-  // unknown id.
+  // The job's stored log (after `after_seq`, or its last `tail_lines` when
+  // positive); with `follow`, then every new line until the job is final.
+  // NOT_FOUND for an unknown id.
   grpc::ServerWriteReactor<v1::LogLine>* stream_logs(const v1::StreamLogsRequest& request);
 
   void job_changed(const std::string& id) override;
@@ -46,8 +46,8 @@ class JobWatchers final : public JobStoreListener {
   friend class LogFollow;
   void forget(JobWatch* watch);
   void forget(LogFollow* follow);
-  // Sends `watch` the job's state if it changed; ends it when final.
-  void update_locked(JobWatch& watch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends `watch` the job's state `record` if it changed; ends it when final.
+  void update_locked(JobWatch& watch, const JobRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobStore* const store_;
   absl::Mutex mu_;

@@ -3,88 +3,158 @@
 // one write in flight and no Finish during a write. This reactor queues the
 // messages, writes them one at a time and finishes only once idle; a
 // cancelled call (client gone, server shutting down) finishes at once.
+// A client that never reads must not grow the coordinator without bound
+// (300 silent WatchJob streams once took it from 196 MB to 850 MB), so the
+// queue is bounded: either a new message supersedes the queued ones (only
+// the latest job state matters) or the stream ends with RESOURCE_EXHAUSTED.
+// A writer may also pull its messages (refill) instead of being pushed
+// them: a log follower reads the store a page at a time, so the store is
+// its queue and a slow client costs one page.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <deque>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
 namespace mixtrain::server {
 
+// How many messages may wait behind the one being written, and what a
+// push does when that many already wait.
+struct QueueBound {
+  size_t max_queued = 1024;
+  // true: the new message replaces the waiting ones; false: the stream
+  // ends with RESOURCE_EXHAUSTED (the client reconnects and starts over).
+  bool keep_latest = false;
+};
+
 template <typename T>
 class QueuedWriter : public grpc::ServerWriteReactor<T> {
  public:
+  explicit QueuedWriter(QueueBound bound = {}) : bound_(bound) {}
+
   // Queues `message` behind the earlier ones; ignored once finishing.
   void push(T message) {
+    Next next;
     {
       absl::MutexLock lock(&mu_);
       if (finishing_) return;
+      if (queue_.size() >= bound_.max_queued) {
+        queue_.clear();
+        if (!bound_.keep_latest) {
+          end_locked({grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "the client read too slowly: more than " +
+                          std::to_string(bound_.max_queued) + " messages waited"});
+          return;
+        }
+      }
       queue_.push_back(std::move(message));
       if (writing_) return;
-      writing_ = true;
-      current_ = std::move(queue_.front());
-      queue_.pop_front();
+      next = next_locked();
     }
-    this->StartWrite(&current_);
+    act(next);
   }
 
-  // Finishes the call with `status` once the queued messages are written.
-  // Only the first call counts.
+  // Starts writing what refill() gives, unless a write is in flight.
+  void pull() {
+    Next next;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_ || finished_) return;
+      next = next_locked();
+    }
+    act(next);
+  }
+
+  // Finishes the call with `status` once the queued messages (and those
+  // refill() still gives) are written. Only the first call counts.
   void finish(grpc::Status status) {
+    Next next;
     {
       absl::MutexLock lock(&mu_);
       if (finishing_) return;
       finishing_ = true;
-      status_ = status;
+      status_ = std::move(status);
       if (writing_) return;
+      next = next_locked();
     }
-    this->Finish(std::move(status));
+    act(next);
   }
 
  protected:
   // Called once the call is over, before the reactor deletes itself:
   // whoever pushes to it must forget it here.
   virtual void on_done() = 0;
+  // The messages to write next once the queue ran empty; none: nothing
+  // more for now. Called under the writer's lock, never concurrently.
+  virtual std::vector<T> refill() { return {}; }
 
  private:
-  void OnWriteDone(bool ok) override {
-    bool finish_now = false;
-    bool write_next = false;
-    grpc::Status status;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!ok) {
-        if (!finishing_) status_ = grpc::Status(grpc::StatusCode::CANCELLED, "the stream broke");
-        finishing_ = true;
-        queue_.clear();
-      }
-      if (queue_.empty()) {
-        writing_ = false;
-        finish_now = finishing_;
-        status = status_;
-      } else {
-        current_ = std::move(queue_.front());
-        queue_.pop_front();
-        write_next = true;
-      }
+  enum class Next { kIdle, kWrite, kFinish };
+
+  // With no write in flight: takes the next message into current_, or
+  // says the call can finish, or that there is nothing to do.
+  Next next_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (queue_.empty() && !broken_) {
+      for (T& message : refill()) queue_.push_back(std::move(message));
     }
-    if (finish_now) {
+    if (!queue_.empty()) {
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+      return Next::kWrite;
+    }
+    if (finishing_ && !finished_) {
+      finished_ = true;
+      return Next::kFinish;
+    }
+    return Next::kIdle;
+  }
+
+  void act(Next next) {
+    if (next == Next::kWrite) this->StartWrite(&current_);
+    if (next == Next::kFinish) {
+      grpc::Status status;
+      {
+        absl::MutexLock lock(&mu_);
+        status = status_;
+      }
       this->Finish(std::move(status));
-    } else if (write_next) {
-      this->StartWrite(&current_);
     }
   }
 
-  void OnCancel() override {
+  // Ends the call with `status` without writing anything more.
+  void end_locked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    queue_.clear();
+    broken_ = true;
+    if (!finishing_) status_ = std::move(status);
+    finishing_ = true;
+  }
+
+  void OnWriteDone(bool ok) override {
+    Next next;
     {
       absl::MutexLock lock(&mu_);
-      queue_.clear();
+      writing_ = false;
+      if (!ok) end_locked({grpc::StatusCode::CANCELLED, "the stream broke"});
+      next = next_locked();
     }
-    finish(grpc::Status::CANCELLED);
+    act(next);
+  }
+
+  void OnCancel() override {
+    Next next = Next::kIdle;
+    {
+      absl::MutexLock lock(&mu_);
+      end_locked(grpc::Status::CANCELLED);
+      if (!writing_) next = next_locked();
+    }
+    act(next);
   }
 
   void OnDone() override {
@@ -92,12 +162,15 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
     delete this;
   }
 
+  const QueueBound bound_;
   absl::Mutex mu_;
   std::deque<T> queue_ ABSL_GUARDED_BY(mu_);
   T current_;  // the message being written; only touched by the writer in flight
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);  // set when finishing_ becomes true
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // finish asked for (or the call broke)
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;   // Finish called
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;     // nothing more may be written
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);     // set when finishing_ becomes true
 };
 
 // A stream refused before anything was written (a bad token, an unknown

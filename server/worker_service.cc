@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "json_bounds.h"
 #include "net_address.h"
 #include "queued_writer.h"
 #include "unary_call.h"
@@ -21,11 +22,12 @@ std::chrono::milliseconds store_timeout(int64_t timeout_ms) {
 // Starts a Store wait finished later by the rendezvous store: `on_value`
 // receives the value on success.
 grpc::ServerUnaryReactor* finish_later(grpc::CallbackServerContext* context, const BearerAuth& auth,
+                                       const google::protobuf::Message& request,
                                        const std::function<absl::Status()>& check_access,
                                        const std::function<void(RendezvousStore::Done)>& start,
                                        std::function<void(const std::string&)> on_value) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  grpc::Status status = auth.check(*context);
+  grpc::Status status = admit(*context, auth, request);
   if (status.ok()) status = to_grpc(check_access());
   if (!status.ok()) {
     reactor->Finish(status);
@@ -74,7 +76,7 @@ grpc::Status check_addresses(const std::string& peer, v1::RegisterRequest& reque
 grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContext* context,
                                                       const v1::RegisterRequest* request,
                                                       v1::RegisterResponse* response) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
     v1::RegisterRequest checked = *request;
     if (grpc::Status status = check_addresses(context->peer(), checked); !status.ok()) {
       return status;
@@ -85,7 +87,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContex
 
 grpc::ServerWriteReactor<v1::TaskCommand>* WorkerServiceImpl::Tasks(
     grpc::CallbackServerContext* context, const v1::TasksRequest* request) {
-  grpc::Status status = auth_.check(*context);
+  grpc::Status status = admit(*context, auth_, *request);
   if (status.ok()) {
     status = to_grpc(scheduler_->check_worker(request->worker_id(), worker_secret(*context)));
   }
@@ -96,7 +98,7 @@ grpc::ServerWriteReactor<v1::TaskCommand>* WorkerServiceImpl::Tasks(
 grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                        const v1::HeartbeatRequest* request,
                                                        v1::HeartbeatResponse* response) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
     return answer_with(scheduler_->heartbeat(*request, worker_secret(*context)), response);
   });
 }
@@ -104,7 +106,11 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* WorkerServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::ReportProgressRequest* request,
     v1::ReportProgressResponse* response) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
+    if (absl::Status depth = check_json_depth(request->summary_json(), "summary_json");
+        !depth.ok()) {
+      return to_grpc(depth);
+    }
     return answer_with(scheduler_->report_progress(*request, worker_secret(*context)), response);
   });
 }
@@ -112,7 +118,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportProgress(
 grpc::ServerUnaryReactor* WorkerServiceImpl::ReportLog(grpc::CallbackServerContext* context,
                                                        const v1::ReportLogRequest* request,
                                                        v1::ReportLogResponse*) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
     return to_grpc(scheduler_->report_log(*request, worker_secret(*context)));
   });
 }
@@ -120,7 +126,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportLog(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreSet(grpc::CallbackServerContext* context,
                                                       const v1::StoreSetRequest* request,
                                                       v1::StoreSetResponse*) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
     absl::Status status = scheduler_->check_store_access(
         request->worker_id(), worker_secret(*context), request->scope());
     if (status.ok()) status = rendezvous_->set(request->scope(), request->key(), request->value());
@@ -132,7 +138,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreGet(grpc::CallbackServerContex
                                                       const v1::StoreGetRequest* request,
                                                       v1::StoreGetResponse* response) {
   return finish_later(
-      context, auth_,
+      context, auth_, *request,
       [&] {
         return scheduler_->check_store_access(request->worker_id(), worker_secret(*context),
                                               request->scope());
@@ -148,7 +154,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreWait(grpc::CallbackServerConte
                                                        const v1::StoreWaitRequest* request,
                                                        v1::StoreWaitResponse*) {
   return finish_later(
-      context, auth_,
+      context, auth_, *request,
       [&] {
         return scheduler_->check_store_access(request->worker_id(), worker_secret(*context),
                                               request->scope());
@@ -163,7 +169,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreWait(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreAdd(grpc::CallbackServerContext* context,
                                                       const v1::StoreAddRequest* request,
                                                       v1::StoreAddResponse* response) {
-  return finish_unary(context, auth_, [&] {
+  return finish_unary(context, auth_, *request, [&] {
     const absl::Status access = scheduler_->check_store_access(
         request->worker_id(), worker_secret(*context), request->scope());
     if (!access.ok()) return to_grpc(access);

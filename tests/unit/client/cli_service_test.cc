@@ -151,35 +151,6 @@ TEST(TextTableTest, TrimCellCutsLongAndMultiLineText) {
   EXPECT_EQ(trim_cell("first line\nsecond", 40), "first line...");
 }
 
-v1::LogLine log_line(int64_t unix_ms, int rank, const std::string& text) {
-  v1::LogLine line;
-  line.set_attempt(1);
-  line.set_rank(rank);
-  line.set_unix_ms(unix_ms);
-  line.set_text(text);
-  return line;
-}
-
-TEST(LogCursorTest, AReconnectedStreamPrintsOnlyNewLines) {
-  LogCursor cursor;
-  EXPECT_TRUE(cursor.empty());
-  cursor.restart();
-  EXPECT_TRUE(cursor.accept(log_line(100, 0, "a")));
-  EXPECT_TRUE(cursor.accept(log_line(200, 0, "b")));
-  EXPECT_TRUE(cursor.accept(log_line(200, 1, "c")));
-  // The coordinator restarted; the new stream resends the stored tail.
-  cursor.restart();
-  EXPECT_FALSE(cursor.accept(log_line(100, 0, "a")));
-  EXPECT_FALSE(cursor.accept(log_line(200, 0, "b")));
-  EXPECT_FALSE(cursor.accept(log_line(200, 1, "c")));
-  EXPECT_TRUE(cursor.accept(log_line(200, 0, "d")));  // same time, after the last one printed
-  EXPECT_TRUE(cursor.accept(log_line(300, 0, "e")));
-  // A stream whose tail no longer holds the last printed line.
-  cursor.restart();
-  EXPECT_FALSE(cursor.accept(log_line(250, 0, "old")));
-  EXPECT_TRUE(cursor.accept(log_line(400, 0, "f")));
-}
-
 TEST(ReconnectBackoffTest, DoublesToFiveSecondsAndResetsWhenHeard) {
   ReconnectBackoff backoff(std::chrono::seconds(60));
   EXPECT_TRUE(backoff.connected());

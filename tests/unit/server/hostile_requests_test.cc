@@ -1,0 +1,107 @@
+// Why: a request is the coordinator's untrusted input (issue 13): a
+// summary nested 100,000 deep crashed it under the scheduler lock, and a
+// 3.9 MB source_name echoed into 50 error messages took it to 1.2 GB.
+// Each such request must get INVALID_ARGUMENT naming the field, without
+// its contents, while the coordinator keeps serving and the job it
+// concerned still ends right.
+#include <gtest/gtest.h>
+
+#include "cluster_fixture.h"
+#include "json_bounds.h"
+
+namespace mixtrain::server {
+namespace {
+
+using testing_support::call_context;
+using testing_support::ClusterTest;
+using testing_support::kClientToken;
+using testing_support::spec;
+
+std::string nested(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(JsonDepthTest, CountsBracketsOutsideStringsOnly) {
+  EXPECT_TRUE(check_json_depth(R"({"ranks": [{"memory": {"device": {"peak": 1}}}]})", "s").ok());
+  EXPECT_TRUE(check_json_depth(nested(kMaxJsonDepth), "s").ok());
+  EXPECT_TRUE(check_json_depth("\"" + std::string(1000, '[') + "\"", "s").ok());
+  EXPECT_TRUE(check_json_depth(R"(["\"[[[[", "\\"])", "s", 1).ok());
+  const absl::Status deep = check_json_depth(nested(kMaxJsonDepth + 1), "summary_json");
+  EXPECT_EQ(deep.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(deep.message(), "summary_json is nested more than 32 levels deep");
+}
+
+TEST_F(ClusterTest, ADeeplyNestedSummaryIsRefusedAndTheJobStillSucceeds) {
+  auto rank = worker();
+  const std::string id = submit(spec(1));
+  const v1::Task task = rank->next_start();
+  for (const int depth : {100'000, 20'000, kMaxJsonDepth + 1}) {
+    const grpc::Status status = rank->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", nested(depth));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << depth;
+    EXPECT_EQ(status.error_message(), "summary_json is nested more than 32 levels deep");
+    EXPECT_EQ(job(id).state(), v1::JOB_STATE_RUNNING);
+  }
+  ASSERT_TRUE(rank->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", R"({"ranks": [{"rank": 0}]})")
+                  .ok());
+  EXPECT_EQ(await_state(id, v1::JOB_STATE_SUCCEEDED).summary_json(),
+            R"({"ranks":[{"rank":0}]})");
+}
+
+TEST_F(ClusterTest, AHugeSourceNameIsRefusedWithoutBeingEchoed) {
+  std::string yaml = spec(1);
+  for (int i = 0; i < 50; ++i) yaml += "unknown_" + std::to_string(i) + ": 1\n";
+  v1::SubmitJobRequest request;
+  request.set_spec_yaml(yaml);
+  request.set_source_name(std::string(3'900'000, 'n'));
+  v1::SubmitJobResponse response;
+  const grpc::Status status =
+      jobs_->SubmitJob(call_context(kClientToken).get(), request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "SubmitJobRequest.source_name has 3900000 bytes; at most 256 are accepted");
+
+  // Within bounds, the 50 mistakes are listed up to a limit.
+  request.set_source_name(std::string(200, 'n'));
+  const grpc::Status listed =
+      jobs_->SubmitJob(call_context(kClientToken).get(), request, &response);
+  EXPECT_EQ(listed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(listed.error_message().find("... and 30 more"), std::string::npos);
+  EXPECT_LT(listed.error_message().size(), 20'000u);
+  EXPECT_EQ(list_workers().workers_size(), 0);  // still serving
+}
+
+TEST_F(ClusterTest, EveryFieldOfEveryRequestIsBounded) {
+  auto rank = worker();
+  const std::string id = submit(spec(1));
+  const v1::Task task = rank->next_start();
+  const grpc::Status long_line = rank->log(task, {std::string(100'000, 'x')});
+  EXPECT_EQ(long_line.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(long_line.error_message(),
+            "ReportLogRequest.lines has 100000 bytes; at most 65536 are accepted");
+  const grpc::Status many_lines = rank->log(task, std::vector<std::string>(5000, "x"));
+  EXPECT_EQ(many_lines.error_message(),
+            "ReportLogRequest.lines has 5000 entries; at most 4096 are accepted");
+
+  auto stub = v1::WorkerService::NewStub(channel_);
+  v1::HeartbeatRequest heartbeat;  // a nested message's string
+  heartbeat.set_worker_id(rank->id());
+  heartbeat.add_running()->set_job_id(std::string(2000, 'j'));
+  v1::HeartbeatResponse answer;
+  const grpc::Status nested_field = stub->Heartbeat(rank->context().get(), heartbeat, &answer);
+  EXPECT_EQ(nested_field.error_message(),
+            "RunningTask.job_id has 2000 bytes; at most 1024 are accepted");
+
+  v1::WatchJobRequest watch;  // a stream's request
+  watch.set_id(std::string(5000, 'i'));
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", std::string("Bearer ") + kClientToken);
+  auto reader = jobs_->WatchJob(&context, watch);
+  v1::JobUpdate update;
+  EXPECT_FALSE(reader->Read(&update));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  ASSERT_TRUE(rank->log(task, {"within bounds"}).ok());
+  ASSERT_TRUE(rank->report(task, v1::TASK_OUTCOME_SUCCEEDED).ok());
+  await_state(id, v1::JOB_STATE_SUCCEEDED);
+}
+
+}  // namespace
+}  // namespace mixtrain::server
