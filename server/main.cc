@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "coordinator_server.h"
+#include "listen_security.h"
 
 namespace {
 
@@ -54,8 +55,13 @@ int main(int argc, char** argv) {
   options.db_path = "mixtrain.db";
   std::string token_file, join_token_file, tls_cert, tls_key;
   double worker_timeout_seconds = 10;
-  app.add_option("--listen", options.listen, "gRPC address, HOST:PORT (port 0: pick one)")
-      ->capture_default_str();
+  bool insecure = false;
+  auto* listen = app.add_option("--listen", options.listen,
+                                "gRPC address, HOST:PORT (port 0: pick one); default "
+                                "0.0.0.0:50051 with both token files, else 127.0.0.1:50051");
+  app.add_flag("--insecure", insecure,
+               "serve on a non-loopback --listen address even though a token file is missing: "
+               "anyone who reaches it may then call the service(s) without a token");
   app.add_option("--http", options.http_listen,
                  "HTTP address for /metrics and /sd/workers, HOST:PORT (port 0: pick one)")
       ->capture_default_str();
@@ -110,6 +116,17 @@ int main(int argc, char** argv) {
                  "token; clients and workers must have different ones\n";
     return 2;
   }
+  if (listen->count() == 0) {
+    options.listen = mixtrain::server::default_listen(!options.auth_token.empty(),
+                                                      !options.join_token.empty());
+  }
+  const absl::StatusOr<std::string> warning = mixtrain::server::check_listen_security(
+      options.listen, !options.auth_token.empty(), !options.join_token.empty(), insecure);
+  if (!warning.ok()) {
+    std::cerr << "mixtrain-coordinator: " << warning.status().message() << "\n";
+    return 2;
+  }
+  if (!warning->empty()) std::cerr << "mixtrain-coordinator: " << *warning << "\n";
   if (!tls_cert.empty() &&
       (!read_file(tls_cert, options.tls_cert_pem) || !read_file(tls_key, options.tls_key_pem))) {
     std::cerr << "mixtrain-coordinator: cannot read " << tls_cert << " or " << tls_key << "\n";
