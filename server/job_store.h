@@ -78,7 +78,8 @@ struct JobStoreOptions {
   int64_t log_tail_lines = 10000;  // lines kept per job; older ones are dropped
 };
 
-// Thread safe. Errors of SQLite itself are INTERNAL.
+// Thread safe. Errors of SQLite itself are INTERNAL, or UNAVAILABLE when
+// the database is busy or locked (worth retrying).
 class JobStore {
  public:
   // Opens (creating if needed) the store at `path`; a store reopened on the

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 
 #include "ids.h"
 #include "job_proto.h"
@@ -156,6 +157,11 @@ void Scheduler::tick_locked() {
     }
   }
   for (const auto& [job_id, cause] : not_back) fail_attempt_locked(job_id, cause);
+  std::vector<std::string> ending;
+  for (const auto& [job_id, attempt] : running_) {
+    if (attempt.ending) ending.push_back(job_id);
+  }
+  for (const std::string& job_id : ending) commit_ending_locked(job_id);
 }
 
 void Scheduler::schedule_locked() {
@@ -274,8 +280,8 @@ void Scheduler::send_cancel_locked(const std::string& worker_id, const std::stri
   outbox_->send(worker_id, std::move(command));
 }
 
-void Scheduler::end_attempt_locked(const std::string& job_id, const std::string& reason,
-                                   bool free_workers_now) {
+void Scheduler::stop_ranks_locked(const std::string& job_id, const std::string& reason,
+                                  bool free_workers_now) {
   const auto it = running_.find(job_id);
   if (it == running_.end()) return;
   const Attempt& attempt = it->second;
@@ -297,48 +303,88 @@ void Scheduler::end_attempt_locked(const std::string& job_id, const std::string&
     }
   }
   rendezvous_->drop_scope(rendezvous_scope(job_id, attempt.attempt));
-  running_.erase(it);
   dirty_ = true;
+}
+
+void Scheduler::end_attempt_locked(const std::string& job_id, const std::string& reason,
+                                   bool free_workers_now) {
+  stop_ranks_locked(job_id, reason, free_workers_now);
+  running_.erase(job_id);
 }
 
 void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string& cause) {
   const auto it = running_.find(job_id);
-  if (it == running_.end()) return;
-  const int32_t attempt = it->second.attempt;
-  const int64_t max_restarts = it->second.max_restarts;
+  if (it == running_.end() || it->second.ending) return;  // the first cause counts
+  it->second.ending = Ending{.succeeded = false, .cause = cause};
   // The other ranks stay busy until they report their end (or time out),
   // so the next attempt cannot be handed to a worker still stopping one.
-  end_attempt_locked(job_id, "another rank failed: " + cause, /*free_workers_now=*/false);
-  const absl::StatusOr<JobRecord> job = store_->get_job(job_id);
-  if (!job.ok()) return;
-  const std::string failed = "attempt " + std::to_string(attempt) + " failed: " + cause;
-  if (job->restarts < max_restarts) {
-    if (store_
-            ->transition(job_id, v1::JOB_STATE_QUEUED,
-                         failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
-                             std::to_string(max_restarts))
-            .ok()) {
-      metrics_->job_restarted();
-      last_failure_[job_id] = failed;
-    }
-  } else {
-    store_
-        ->transition(job_id, v1::JOB_STATE_FAILED,
-                     failed + "; no restarts left (retries.max_restarts: " +
-                         std::to_string(max_restarts) + ")")
-        .IgnoreError();
-  }
+  stop_ranks_locked(job_id, "another rank failed: " + cause, /*free_workers_now=*/false);
+  commit_ending_locked(job_id);
 }
 
 void Scheduler::succeed_locked(const std::string& job_id) {
-  const auto it = running_.find(job_id);
+  Attempt& attempt = running_.at(job_id);
+  if (attempt.ending) return;
   std::vector<std::string> summaries;
-  for (const Rank& rank : it->second.ranks) summaries.push_back(rank.summary_json);
-  TransitionDetails details;
-  details.summary_json = merge_rank_summaries(summaries);
-  end_attempt_locked(job_id, "the job succeeded", /*free_workers_now=*/true);
-  store_->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
-      .IgnoreError();
+  for (const Rank& rank : attempt.ranks) summaries.push_back(rank.summary_json);
+  attempt.ending = Ending{.succeeded = true, .summary_json = merge_rank_summaries(summaries)};
+  commit_ending_locked(job_id);
+}
+
+absl::Status Scheduler::record_ending_locked(const std::string& job_id, const Attempt& attempt) {
+  const Ending& ending = *attempt.ending;
+  if (ending.succeeded) {
+    TransitionDetails details;
+    details.summary_json = ending.summary_json;
+    return store_->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
+        .status();
+  }
+  const absl::StatusOr<JobRecord> job = store_->get_job(job_id);
+  if (!job.ok()) return job.status();
+  const std::string failed =
+      "attempt " + std::to_string(attempt.attempt) + " failed: " + ending.cause;
+  if (job->restarts >= attempt.max_restarts) {
+    return store_
+        ->transition(job_id, v1::JOB_STATE_FAILED,
+                     failed + "; no restarts left (retries.max_restarts: " +
+                         std::to_string(attempt.max_restarts) + ")")
+        .status();
+  }
+  const absl::Status requeued =
+      store_
+          ->transition(job_id, v1::JOB_STATE_QUEUED,
+                       failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
+                           std::to_string(attempt.max_restarts))
+          .status();
+  if (requeued.ok()) {
+    metrics_->job_restarted();
+    last_failure_[job_id] = failed;
+  }
+  return requeued;
+}
+
+void Scheduler::commit_ending_locked(const std::string& job_id) {
+  Attempt& attempt = running_.at(job_id);
+  Ending& ending = *attempt.ending;
+  absl::Status status =
+      attempt.progress_stored ? absl::OkStatus() : store_->set_progress(job_id, attempt.progress);
+  if (status.ok()) {
+    attempt.progress_stored = true;
+    status = record_ending_locked(job_id, attempt);
+  }
+  // A job that is no longer RUNNING (cancelled meanwhile) or gone has
+  // nothing left to record; any other error is retried by the tick.
+  const bool settled = status.ok() || status.code() == absl::StatusCode::kFailedPrecondition ||
+                       status.code() == absl::StatusCode::kNotFound;
+  if (settled && ending.succeeded) {
+    end_attempt_locked(job_id, "the job succeeded", /*free_workers_now=*/true);
+  } else if (settled) {
+    running_.erase(job_id);  // fail_attempt_locked stopped its ranks
+  } else if (!ending.reported) {
+    ending.reported = true;
+    std::cerr << "mixtrain-coordinator: cannot record the end of job " << job_id << " yet ("
+              << status << "); retrying" << std::endl;
+  }
 }
 
 void Scheduler::drain_locked(WorkerEntry& worker, const v1::RunningTask& task) {
@@ -512,10 +558,16 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   Rank& rank = attempt->ranks[task.rank()];
   if (ended_while_away) rank.back = true;
   const int64_t now = now_unix_ms();
-  if (task.rank() == 0 && request.has_progress() &&
-      (is_final_outcome(request.outcome()) || now - attempt->last_progress_ms >= 1000)) {
-    attempt->last_progress_ms = now;
-    store_->set_progress(task.job_id(), request.progress()).IgnoreError();
+  if (task.rank() == 0 && request.has_progress()) {
+    attempt->progress = request.progress();
+    attempt->progress_stored = false;
+    // Stored at most once a second while it runs; one that fails to store
+    // is tried again with the next report or, at the end, before the
+    // attempt's ending commits.
+    if (is_final_outcome(request.outcome()) || now - attempt->last_progress_ms >= 1000) {
+      attempt->last_progress_ms = now;
+      attempt->progress_stored = store_->set_progress(task.job_id(), attempt->progress).ok();
+    }
   }
   switch (request.outcome()) {
     case v1::TASK_OUTCOME_SUCCEEDED: {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,12 +99,23 @@ class Scheduler {
     v1::TaskOutcome outcome = v1::TASK_OUTCOME_UNSPECIFIED;
     std::string summary_json;
   };
+  // How an attempt ends, once decided: kept until the job's state change
+  // commits (a locked database fails it for a while; the tick retries).
+  struct Ending {
+    bool succeeded = false;
+    std::string cause;         // of a failure
+    std::string summary_json;  // of a success
+    bool reported = false;     // a failed commit was logged
+  };
   struct Attempt {
     int32_t attempt = 0;
     std::vector<Rank> ranks;
     int64_t max_restarts = 0;
     int64_t last_progress_ms = 0;  // when rank 0's progress was last stored
     int64_t recover_until_ms = 0;  // after a restart: ranks must be back by then; 0: are back
+    std::optional<Ending> ending;  // decided, not yet committed
+    v1::Progress progress;         // rank 0's latest
+    bool progress_stored = true;   // `progress` is in the store
   };
 
   void run();
@@ -118,16 +130,26 @@ class Scheduler {
   void start_attempt_locked(const JobRecord& job, const Needs& needs,
                             const std::vector<WorkerEntry*>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the running attempt of `job_id` as failed because of `cause`:
-  // cancels its other ranks, frees its workers, requeues or fails the job.
+  // Ends the running attempt of `job_id` as failed because of `cause`
+  // (unless its end was decided before): cancels its other ranks, then
+  // requeues or fails the job.
   void fail_attempt_locked(const std::string& job_id, const std::string& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forgets the running attempt of `job_id`: tells each rank still running
-  // to stop (`reason`), frees or schedules the release of its worker, drops
-  // the rendezvous scope.
+  void succeed_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's state change for the decided ending of `attempt`.
+  absl::Status record_ending_locked(const std::string& job_id, const Attempt& attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the decided ending of `job_id`'s attempt in the store and then
+  // forgets the attempt; when the store fails, keeps it for the next try.
+  void commit_ending_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells each rank of `job_id`'s attempt still running to stop
+  // (`reason`), frees or schedules the release of its worker, drops the
+  // rendezvous scope.
+  void stop_ranks_locked(const std::string& job_id, const std::string& reason,
+                         bool free_workers_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // stop_ranks_locked, then forgets the attempt.
   void end_attempt_locked(const std::string& job_id, const std::string& reason,
                           bool free_workers_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void succeed_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // " (after attempt N failed: ...)" for a restarted job, else "".
   std::string after_failure_locked(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

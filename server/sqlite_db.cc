@@ -1,13 +1,24 @@
 // Why: see sqlite_db.h.
 #include "sqlite_db.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
 namespace mixtrain::server {
 namespace {
 
-absl::Status sqlite_error(sqlite3* db, std::string_view what) {
-  return absl::InternalError(std::string(what) + ": " + sqlite3_errmsg(db));
+// The error of the last call on `db`, naming the statement by its start
+// (a schema is pages of SQL). A busy or locked database is UNAVAILABLE:
+// it passes, so callers retry; anything else is INTERNAL.
+absl::Status sqlite_error(sqlite3* db, std::string_view sql) {
+  constexpr size_t kShown = 48;
+  std::string what(sql.substr(0, std::min(sql.find('\n'), kShown)));
+  if (what.size() < sql.size()) what += "...";
+  const std::string message = what + ": " + sqlite3_errmsg(db);
+  const int code = sqlite3_extended_errcode(db) & 0xff;
+  return code == SQLITE_BUSY || code == SQLITE_LOCKED ? absl::UnavailableError(message)
+                                                      : absl::InternalError(message);
 }
 
 }  // namespace
@@ -51,7 +62,10 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path
       sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   std::unique_ptr<SqliteDb> db(new SqliteDb(handle));
   if (rc != SQLITE_OK) return sqlite_error(handle, "cannot open " + path);
-  sqlite3_busy_timeout(handle, 5000);
+  // Only another process (a backup, an operator's shell) holds the lock:
+  // the store is called under the scheduler's lock, so wait briefly and
+  // let callers retry (UNAVAILABLE) rather than stall every RPC.
+  sqlite3_busy_timeout(handle, 1000);
   if (absl::Status s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
                                 "PRAGMA foreign_keys=ON;");
       !s.ok()) {
