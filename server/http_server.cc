@@ -9,14 +9,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <deque>
+#include <vector>
 
 namespace mixtrain::server {
 namespace {
 
 constexpr size_t kMaxRequestBytes = 16 * 1024;
-constexpr int kRequestTimeoutMs = 5'000;
+// From accept to the last byte of the answer: a client slower than this
+// (reading or writing) is dropped.
+constexpr std::chrono::seconds kRequestDeadline{5};
+// Connections held at once; Prometheus needs one per scrape.
+constexpr size_t kMaxConnections = 128;
 
 const char* reason_phrase(int status) {
   switch (status) {
@@ -30,16 +38,6 @@ const char* reason_phrase(int status) {
       return "Method Not Allowed";
     default:
       return "Internal Server Error";
-  }
-}
-
-void write_all(int fd, const std::string& data) {
-  size_t sent = 0;
-  while (sent < data.size()) {
-    const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    sent += static_cast<size_t>(n);
   }
 }
 
@@ -92,40 +90,83 @@ HttpServer::~HttpServer() {
   }
 }
 
+struct HttpServer::Connection {
+  int fd = -1;
+  std::chrono::steady_clock::time_point deadline;  // closed then, answered or not
+  std::string request;
+  std::string response;  // once the request is complete
+  size_t sent = 0;
+};
+
 void HttpServer::serve() {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}};
+  using Clock = std::chrono::steady_clock;
+  std::deque<Connection> connections;  // oldest first
+  std::vector<pollfd> fds;
   while (true) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+    const Clock::time_point now = Clock::now();
+    std::erase_if(connections, [&](const Connection& c) {
+      const bool over = now >= c.deadline || (!c.response.empty() && c.sent == c.response.size());
+      if (over) close(c.fd);
+      return over;
+    });
+    fds.assign({{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}});
+    int timeout_ms = -1;
+    for (const Connection& c : connections) {
+      fds.push_back({c.fd, short(c.response.empty() ? POLLIN : POLLOUT), 0});
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now).count() + 1;
+      timeout_ms = timeout_ms < 0 ? int(left) : std::min(timeout_ms, int(left));
     }
-    if (fds[1].revents != 0) return;
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
+    if (fds[1].revents != 0) break;
+    for (size_t i = 0; i < connections.size(); ++i) {
+      Connection& c = connections[i];
+      const short ready = fds[i + 2].revents;
+      if (ready == 0) continue;
+      if (c.response.empty()) {
+        char buffer[4096];
+        const ssize_t n = recv(c.fd, buffer, sizeof(buffer), 0);
+        if (n <= 0) {
+          if (n == 0 || (errno != EAGAIN && errno != EINTR)) c.deadline = now;
+          continue;
+        }
+        c.request.append(buffer, size_t(n));
+        if (c.request.find("\r\n\r\n") == std::string::npos &&
+            c.request.size() < kMaxRequestBytes) {
+          continue;
+        }
+        c.response = respond(c.request);
+      }
+      const ssize_t n =
+          send(c.fd, c.response.data() + c.sent, c.response.size() - c.sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.sent += size_t(n);
+      } else if (errno != EAGAIN && errno != EINTR) {
+        c.deadline = now;
+      }
+    }
     if ((fds[0].revents & POLLIN) == 0) continue;
-    const int connection = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (connection < 0) continue;
-    answer(connection);
-    close(connection);
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;
+    if (connections.size() >= kMaxConnections) {  // room for the newcomer
+      const auto unanswered = std::find_if(connections.begin(), connections.end(),
+                                           [](const Connection& c) { return c.response.empty(); });
+      const auto dropped = unanswered != connections.end() ? unanswered : connections.begin();
+      close(dropped->fd);
+      connections.erase(dropped);
+    }
+    connections.push_back({.fd = fd, .deadline = Clock::now() + kRequestDeadline});
   }
+  for (const Connection& c : connections) close(c.fd);
 }
 
-void HttpServer::answer(int connection) {
-  // One request per connection ("Connection: close"); a client that sends
-  // nothing for kRequestTimeoutMs is dropped so it cannot stall the rest.
-  std::string request;
-  char buffer[4096];
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
-    pollfd readable{connection, POLLIN, 0};
-    if (poll(&readable, 1, kRequestTimeoutMs) <= 0) return;
-    const ssize_t n = recv(connection, buffer, sizeof(buffer), 0);
-    if (n <= 0) return;
-    request.append(buffer, static_cast<size_t>(n));
-  }
+std::string HttpServer::respond(const std::string& request) const {
   HttpResponse response;
   bool head_only = false;
   const size_t method_end = request.find(' ');
   const size_t path_end =
       method_end == std::string::npos ? method_end : request.find(' ', method_end + 1);
-  if (path_end == std::string::npos) {
+  if (path_end == std::string::npos || request.find("\r\n\r\n") == std::string::npos) {
     response = {400, "text/plain; charset=utf-8", "bad request\n"};
   } else {
     const std::string method = request.substr(0, method_end);
@@ -141,11 +182,10 @@ void HttpServer::answer(int connection) {
     }
     if (method == "HEAD") head_only = true;
   }
-  write_all(connection,
-            "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) +
-                "\r\nContent-Type: " + response.content_type +
-                "\r\nContent-Length: " + std::to_string(response.body.size()) +
-                "\r\nConnection: close\r\n\r\n" + (head_only ? std::string() : response.body));
+  return "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) +
+         "\r\nContent-Type: " + response.content_type +
+         "\r\nContent-Length: " + std::to_string(response.body.size()) +
+         "\r\nConnection: close\r\n\r\n" + (head_only ? std::string() : response.body);
 }
 
 }  // namespace mixtrain::server

@@ -1,7 +1,12 @@
 // Why: the coordinator serves /metrics and /sd/workers (Prometheus http_sd)
 // and each worker agent serves /metrics (DESIGN.md §7). Scrapes are small
-// GETs, so one thread answering them in turn is enough; it is our own
-// rather than civetweb's because civetweb starts its threads with a
+// GETs, but the port is open to whoever reaches it: one client sending a
+// byte every 4 s once blocked every scrape, and 30 idle sockets made one
+// take 120 s (issue 13). So one thread multiplexes every connection with
+// poll (non-blocking reads and writes, each connection with a total
+// deadline from its accept), holds at most a bounded number and makes
+// room for a new one by dropping the oldest still unanswered. It is our
+// own rather than civetweb's because civetweb starts its threads with a
 // 100 KB stack, too small for the static TLS of a process that links the
 // CUDA libraries (pthread_create then fails).
 #pragma once
@@ -36,7 +41,7 @@ class HttpServer {
   // is malformed.
   static absl::StatusOr<std::unique_ptr<HttpServer>> start(
       const std::string& listen, std::map<std::string, HttpHandler> routes);
-  // Stops listening and waits for the request in progress.
+  // Stops listening and closes every connection.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -45,8 +50,10 @@ class HttpServer {
 
  private:
   HttpServer(std::map<std::string, HttpHandler> routes) : routes_(std::move(routes)) {}
+  struct Connection;
   void serve();
-  void answer(int connection);
+  // The response to a complete request (or to too large a one).
+  std::string respond(const std::string& request) const;
 
   const std::map<std::string, HttpHandler> routes_;
   int listen_fd_ = -1;
