@@ -4,6 +4,7 @@
 // overrides as one more place a key can be written.
 #include "job_spec_yaml.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -46,6 +47,11 @@ class JobSpecReader {
     std::vector<YAML::Node> documents;
     try {
       documents = YAML::LoadAll(std::string(yaml_text));
+    } catch (const YAML::DeepRecursion& error) {  // yaml-cpp says only "bad file"
+      fail(line_location(error.mark), "",
+           "nested too deeply (more than " + std::to_string(error.depth() - 1) +
+               " levels of lists or maps; a job spec needs 3)");
+      return;
     } catch (const YAML::Exception& error) {
       fail(line_location(error.mark), "", "YAML syntax error: " + error.msg);
       return;

@@ -36,6 +36,9 @@ struct CoordinatorOptions {
   std::string data_root;  // spec paths resolve here; empty: the working directory
   std::string checkpoint_root = "checkpoints";       // jobs checkpoint in <root>/<job id>
   std::chrono::milliseconds worker_timeout{10'000};  // a silent worker is LOST after this
+  // A running attempt whose rank 0 reports no new step for this long, and
+  // for 20 times its recent step time, fails with "no progress".
+  std::chrono::milliseconds stall_timeout{120'000};
 };
 
 // Largest message accepted from a client or worker, and sent back.

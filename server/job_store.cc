@@ -3,9 +3,12 @@
 #include "job_store.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "ids.h"
@@ -145,7 +148,30 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::open(const std::string& path
   ASSIGN_OR_RETURN(db, SqliteDb::open(path));
   RETURN_IF_ERROR(db->exec(kSchema));
   RETURN_IF_ERROR(add_missing_columns(*db));
-  return std::unique_ptr<JobStore>(new JobStore(std::move(db), options));
+  struct stat opened {};
+  if (stat(path.c_str(), &opened) != 0) {
+    return absl::InternalError("cannot stat the job database " + path + ": " +
+                               std::strerror(errno));
+  }
+  return std::unique_ptr<JobStore>(
+      new JobStore(std::move(db), options, {path, uint64_t(opened.st_dev), uint64_t(opened.st_ino)}));
+}
+
+absl::Status JobStore::check_file_locked() {
+  struct stat now {};
+  if (stat(file_.path.c_str(), &now) == 0 && uint64_t(now.st_dev) == file_.device &&
+      uint64_t(now.st_ino) == file_.inode) {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(
+      "the job database " + file_.path +
+      " was deleted or replaced while the coordinator ran; it records nothing more (what it "
+      "wrote would be lost): restore the file or restart the coordinator");
+}
+
+absl::StatusOr<SqliteTransaction> JobStore::begin_write_locked() {
+  RETURN_IF_ERROR(check_file_locked());
+  return SqliteTransaction::begin(*db_);
 }
 
 absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::string_view spec_yaml,
@@ -153,7 +179,7 @@ absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::strin
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
   const std::string id = random_id("", 16);
-  ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
+  ASSIGN_OR_RETURN(tx, begin_write_locked());
   ASSIGN_OR_RETURN(insert,
                    db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
                                 "message, created_ms, updated_ms) "
@@ -218,7 +244,7 @@ absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState
                                                const TransitionDetails& details) {
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
-  ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
+  ASSIGN_OR_RETURN(tx, begin_write_locked());
   ASSIGN_OR_RETURN(job, get_job_locked(id));
   if (!is_legal_transition(job.state, to)) {
     return absl::FailedPreconditionError("job '" + job.id + "' is " + v1::JobState_Name(job.state) +
@@ -266,6 +292,7 @@ absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState
 
 absl::Status JobStore::update_column_locked(std::string_view sql, std::string_view value,
                                             std::string_view id) {
+  RETURN_IF_ERROR(check_file_locked());
   ASSIGN_OR_RETURN(update, db_->prepare(sql));
   RETURN_IF_ERROR(update.bind(1, value).bind(2, now_unix_ms()).bind(3, id).run());
   ASSIGN_OR_RETURN(changes, db_->prepare("SELECT changes()"));
@@ -325,7 +352,7 @@ absl::StatusOr<std::vector<AttemptRecord>> JobStore::attempts(std::string_view i
 absl::Status JobStore::append_log(std::string_view id, int32_t attempt, int32_t rank,
                                   std::string_view text) {
   absl::ReleasableMutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(tx, SqliteTransaction::begin(*db_));
+  ASSIGN_OR_RETURN(tx, begin_write_locked());
   RETURN_IF_ERROR(get_job_locked(id).status());
   LogRecord line{attempt, rank, now_unix_ms(), std::string(text)};
   ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO logs(job_id, attempt, rank, unix_ms, text) "

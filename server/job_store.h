@@ -79,7 +79,8 @@ struct JobStoreOptions {
 };
 
 // Thread safe. Errors of SQLite itself are INTERNAL, or UNAVAILABLE when
-// the database is busy or locked (worth retrying).
+// the database is busy or locked (worth retrying). Every write is refused
+// with DATA_LOSS once the database file was deleted or replaced.
 class JobStore {
  public:
   // Opens (creating if needed) the store at `path`; a store reopened on the
@@ -135,8 +136,23 @@ class JobStore {
   absl::StatusOr<int64_t> seq_before_last(std::string_view id, int64_t lines);
 
  private:
-  JobStore(std::unique_ptr<SqliteDb> db, const JobStoreOptions& options)
-      : db_(std::move(db)), options_(options) {}
+  // The file a store was opened on, to notice it being deleted or replaced.
+  struct FileIdentity {
+    std::string path;
+    uint64_t device = 0;
+    uint64_t inode = 0;
+  };
+
+  JobStore(std::unique_ptr<SqliteDb> db, const JobStoreOptions& options, FileIdentity file)
+      : db_(std::move(db)), options_(options), file_(std::move(file)) {}
+
+  // DATA_LOSS once the database file was deleted or replaced
+  // while open: SQLite would go on writing to the unlinked file, and every
+  // job recorded from then on would vanish at the next start. Called
+  // before every write.
+  absl::Status check_file_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // check_file_locked, then a write transaction.
+  absl::StatusOr<SqliteTransaction> begin_write_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::StatusOr<JobRecord> get_job_locked(std::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status fill_workers_locked(JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -153,6 +169,7 @@ class JobStore {
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
   const JobStoreOptions options_;
+  const FileIdentity file_;
   std::atomic<JobStoreListener*> listener_ = nullptr;
 };
 

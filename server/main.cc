@@ -95,6 +95,12 @@ int main(int argc, char** argv) {
           },
           "SECONDS")
       ->capture_default_str();
+  double stall_timeout_seconds = 120;
+  app.add_option("--stall-timeout-seconds", stall_timeout_seconds,
+                 "a running job whose rank 0 reports no new step for this long (and for 20 "
+                 "times its recent step time) fails with \"no progress\" and may restart")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -102,6 +108,8 @@ int main(int argc, char** argv) {
   }
   options.worker_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(worker_timeout_seconds * 1000));
+  options.stall_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(stall_timeout_seconds * 1000));
   for (auto [file, token] : {std::pair{&token_file, &options.auth_token},
                              std::pair{&join_token_file, &options.join_token}}) {
     if (file->empty()) continue;

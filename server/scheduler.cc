@@ -4,6 +4,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -43,7 +44,48 @@ absl::Status wrong_secret(const std::string& worker_id) {
 // running attempt have to come back.
 constexpr int64_t kReconnectMarginMs = 5'000;
 
+// A rank stepping no more for this many of its recent step times (and at
+// least the stall timeout) is hung: evaluation and checkpoints take a few.
+constexpr double kStallSteps = 20;
+
+// How long the job waits before its `restart`th start (1-based): 1 s,
+// doubling, at most 60 s.
+int64_t restart_backoff_ms(int64_t restart) {
+  return std::min<int64_t>(60'000, int64_t{1'000} << std::min<int64_t>(restart - 1, 6));
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g GiB", bytes / double(1 << 30));
+  return text;
+}
+
+// True when a worker with `resources` has room for a rank's model states:
+// both pools in RAM on the CPU backend; on CUDA the compute pool on its
+// smallest GPU and the offload pool in RAM. Unknown sizes (0) fit.
+bool holds_rank(const RankModelStates& states, const v1::Resources& resources) {
+  const double ram = double(resources.memory_bytes());
+  if (resources.backend() != v1::BACKEND_CUDA) {
+    return ram == 0 || states.device + states.host <= ram;
+  }
+  double gpu = 0;
+  for (const v1::CudaDevice& device : resources.cuda_devices()) {
+    const double memory = double(device.memory_bytes());
+    if (memory > 0) gpu = gpu == 0 ? memory : std::min(gpu, memory);
+  }
+  return (gpu == 0 || states.device <= gpu) && (ram == 0 || states.host <= ram);
+}
+
 }  // namespace
+
+std::string Scheduler::describe_rank_states(const Needs& needs) {
+  char parameters[32];
+  std::snprintf(parameters, sizeof(parameters), "%.3g", needs.states.parameters);
+  std::string text = "each needs " + gib(needs.states.device) + " of model states";
+  if (needs.states.host > 0) text += " plus " + gib(needs.states.host) + " offloaded";
+  return text + " for " + parameters + " parameters at zero.stage " +
+         std::to_string(needs.zero_stage);
+}
 
 std::string rendezvous_scope(const std::string& job_id, int32_t attempt) {
   return job_id + "/" + std::to_string(attempt);
@@ -120,7 +162,8 @@ absl::StatusOr<Scheduler::Needs> Scheduler::needs_locked(const JobRecord& job) {
                                       parsed.errors.front().to_string());
   }
   const Needs needs{parsed.spec->resources.workers, parsed.spec->resources.backend,
-                    parsed.spec->retries.max_restarts};
+                    parsed.spec->retries.max_restarts, parsed.spec->zero.stage,
+                    rank_model_states(*parsed.spec)};
   needs_[job.id] = needs;
   return needs;
 }
@@ -143,20 +186,30 @@ void Scheduler::tick_locked() {
       dirty_ = true;
     }
   }
-  std::vector<std::pair<std::string, std::string>> not_back;  // job id, cause
+  std::vector<std::pair<std::string, std::string>> to_fail;  // job id, cause
   for (auto& [job_id, attempt] : running_) {
+    const double stall_ms =
+        std::max(double(options_.stall_timeout.count()), kStallSteps * attempt.step_ms);
+    if (attempt.step_ms > 0 && !attempt.ending && now - attempt.step_changed_ms > stall_ms) {
+      char detail[96];
+      std::snprintf(detail, sizeof(detail), " for %.0f s (its recent step time: %.3g s)",
+                    double(now - attempt.step_changed_ms) / 1e3, attempt.step_ms / 1e3);
+      to_fail.emplace_back(job_id, "made no progress: rank 0 reported no step after step " +
+                                        std::to_string(attempt.progress.step()) + detail);
+      continue;
+    }
     if (attempt.recover_until_ms == 0) continue;
     const auto missing = std::find_if(attempt.ranks.begin(), attempt.ranks.end(),
                                       [](const Rank& rank) { return !rank.back; });
     if (missing == attempt.ranks.end()) {
       attempt.recover_until_ms = 0;
     } else if (now >= attempt.recover_until_ms) {
-      not_back.emplace_back(
+      to_fail.emplace_back(
           job_id, describe_rank(int(missing - attempt.ranks.begin()), missing->worker_id) +
                       " did not come back after the coordinator restarted");
     }
   }
-  for (const auto& [job_id, cause] : not_back) fail_attempt_locked(job_id, cause);
+  for (const auto& [job_id, cause] : to_fail) fail_attempt_locked(job_id, cause);
   std::vector<std::string> ending;
   for (const auto& [job_id, attempt] : running_) {
     if (attempt.ending) ending.push_back(job_id);
@@ -176,6 +229,7 @@ void Scheduler::schedule_locked() {
       if (is_final_state(job.state)) {
         needs_.erase(job.id);
         last_failure_.erase(job.id);
+        restart_at_ms_.erase(job.id);
       }
       continue;
     }
@@ -185,12 +239,23 @@ void Scheduler::schedule_locked() {
       if (job.message != problem) store_->set_message(job.id, problem).IgnoreError();
       continue;
     }
+    if (const auto restart = restart_at_ms_.find(job.id); restart != restart_at_ms_.end()) {
+      const int64_t wait_ms = restart->second - now_unix_ms();
+      if (wait_ms > 0) {
+        const std::string message = "restarting in " + std::to_string((wait_ms + 999) / 1000) +
+                                    " s (backoff)" + after_failure_locked(job.id);
+        if (job.message != message) store_->set_message(job.id, message).IgnoreError();
+        continue;
+      }
+    }
+    const auto fits = [&](const WorkerEntry* worker) {
+      return backend_matches(needs->backend, worker->worker.resources().backend()) &&
+             holds_rank(needs->states, worker->worker.resources());
+    };
     std::vector<WorkerEntry*> chosen;
     for (WorkerEntry* worker : idle) {
       if (int64_t(chosen.size()) == needs->workers) break;
-      if (backend_matches(needs->backend, worker->worker.resources().backend())) {
-        chosen.push_back(worker);
-      }
+      if (fits(worker)) chosen.push_back(worker);
     }
     if (int64_t(chosen.size()) == needs->workers) {
       start_attempt_locked(job, *needs, chosen);
@@ -201,20 +266,29 @@ void Scheduler::schedule_locked() {
     }
     // Not enough idle workers: say why, and let later jobs that fit go first.
     int64_t registered = 0;
+    int64_t too_small = 0;
     for (WorkerEntry* worker : workers_.all()) {
-      if (worker->worker.state() != v1::WORKER_STATE_LOST &&
-          backend_matches(needs->backend, worker->worker.resources().backend())) {
-        ++registered;
+      if (worker->worker.state() == v1::WORKER_STATE_LOST ||
+          !backend_matches(needs->backend, worker->worker.resources().backend())) {
+        continue;
       }
+      ++(fits(worker) ? registered : too_small);
     }
     const std::string kind = backend_name(needs->backend);
-    const std::string message =
-        (registered < needs->workers
-             ? "asks for " + std::to_string(needs->workers) + " " + kind + "workers, only " +
-                   std::to_string(registered) + " registered"
-             : "waiting for " + std::to_string(needs->workers) + " idle " + kind + "workers, " +
-                   std::to_string(chosen.size()) + " idle now") +
-        after_failure_locked(job.id);
+    std::string message;
+    if (registered >= needs->workers) {
+      message = "waiting for " + std::to_string(needs->workers) + " idle " + kind + "workers, " +
+                std::to_string(chosen.size()) + " idle now";
+    } else {
+      message = "asks for " + std::to_string(needs->workers) + " " + kind + "workers, only " +
+                std::to_string(registered) + " registered";
+      if (too_small > 0) {
+        message += " with room for a rank (" + describe_rank_states(*needs) + "; " +
+                   std::to_string(too_small) + " registered " +
+                   (too_small == 1 ? "worker has" : "workers have") + " less)";
+      }
+    }
+    message += after_failure_locked(job.id);
     if (job.message != message) store_->set_message(job.id, message).IgnoreError();
   }
 }
@@ -359,6 +433,7 @@ absl::Status Scheduler::record_ending_locked(const std::string& job_id, const At
   if (requeued.ok()) {
     metrics_->job_restarted();
     last_failure_[job_id] = failed;
+    restart_at_ms_[job_id] = now_unix_ms() + restart_backoff_ms(job->restarts + 1);
   }
   return requeued;
 }
@@ -559,6 +634,14 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   if (ended_while_away) rank.back = true;
   const int64_t now = now_unix_ms();
   if (task.rank() == 0 && request.has_progress()) {
+    const int64_t steps = request.progress().step() - attempt->progress.step();
+    if (steps > 0) {
+      if (attempt->step_changed_ms != 0 && attempt->progress.step() > 0) {
+        const double per_step = double(now - attempt->step_changed_ms) / double(steps);
+        attempt->step_ms = attempt->step_ms == 0 ? per_step : 0.8 * attempt->step_ms + 0.2 * per_step;
+      }
+      attempt->step_changed_ms = now;
+    }
     attempt->progress = request.progress();
     attempt->progress_stored = false;
     // Stored at most once a second while it runs; one that fails to store

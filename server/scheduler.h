@@ -25,6 +25,7 @@
 #include "rendezvous_store.h"
 #include "task_outbox.h"
 #include "worker_registry.h"
+#include "zero/rank_model_states.h"
 
 namespace mixtrain::server {
 
@@ -32,6 +33,10 @@ struct SchedulerOptions {
   std::chrono::milliseconds worker_timeout{10'000};  // silent this long: LOST
   std::string checkpoint_root;  // absolute; a job checkpoints in <root>/<job id>
   std::string data_root;        // absolute; given to workers with each task
+  // A hung rank (alive, heartbeating, but stepping no more) is noticed when
+  // rank 0 reports no new step for max(stall_timeout, kStallSteps × its
+  // recent step time): the attempt then fails with "no progress".
+  std::chrono::milliseconds stall_timeout{120'000};
 };
 
 // Thread safe.
@@ -92,6 +97,8 @@ class Scheduler {
     int64_t workers = 1;
     config::BackendChoice backend = config::BackendChoice::kAuto;
     int64_t max_restarts = 0;
+    int64_t zero_stage = 0;
+    RankModelStates states;  // each rank's model-state bytes
   };
   struct Rank {
     std::string worker_id;
@@ -116,8 +123,12 @@ class Scheduler {
     std::optional<Ending> ending;  // decided, not yet committed
     v1::Progress progress;         // rank 0's latest
     bool progress_stored = true;   // `progress` is in the store
+    int64_t step_changed_ms = 0;   // when rank 0 last reported a new step
+    double step_ms = 0;            // recent time per step (moving average); 0: unknown
   };
 
+  // "each needs N GiB of model states ... for P parameters at zero.stage S".
+  static std::string describe_rank_states(const Needs& needs);
   void run();
   // The worker `worker_id` if `secret` is its own (errors as above).
   absl::StatusOr<WorkerEntry*> authenticate_locked(const std::string& worker_id,
@@ -182,6 +193,9 @@ class Scheduler {
   // The cause of the latest failed attempt of a requeued job, shown in its
   // messages until it finishes (the events keep every cause).
   std::map<std::string, std::string> last_failure_ ABSL_GUARDED_BY(mu_);
+  // When a requeued job may start again: restarts back off exponentially,
+  // so a job failing at once does not spend every restart in a second.
+  std::map<std::string, int64_t> restart_at_ms_ ABSL_GUARDED_BY(mu_);
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // something to schedule
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

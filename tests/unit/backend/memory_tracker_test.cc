@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.h"
+#include "common/error.h"
 
 namespace mixtrain {
 namespace {
@@ -96,6 +97,25 @@ TEST(MemoryTracker, ViewOutsideTheTensorIsRefused) {
   Tensor t = backend->empty({10}, DType::kF32, C::kParams);
   EXPECT_THROW(t.view(8, {3}), EngineError);
   EXPECT_THROW(t.reshape({3, 3}), EngineError);
+}
+
+// Issue 13: an allocation that cannot be served names what it was for and
+// how much the pool already holds, and leaves the counts as they were.
+TEST(MemoryTracker, AnAllocationThatDoesNotFitSaysWhatItWasFor) {
+  auto backend = make_backend("cpu");
+  Tensor held = backend->empty({1024}, DType::kF32, C::kParams);
+  try {
+    backend->empty({int64_t{1} << 58}, DType::kF32, C::kMasterParams);
+    FAIL() << "an allocation of 1 EiB succeeded";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("out of memory: 1.07e+09 GiB of master_params do not fit "
+                                         "in the device pool, which holds 3.81e-06 GiB already"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(backend->memory().current(P::kDevice, C::kMasterParams), 0u);
+  EXPECT_EQ(backend->memory().current_total(P::kDevice), 4096u);
 }
 
 TEST(MemoryTracker, NamesMatchTheSummaryJson) {

@@ -49,6 +49,7 @@ class FakeWorker {
     int lose_starts = 0;
     std::string hostname = "host";
     std::string metrics_address;
+    int64_t memory_bytes = 0;  // RAM it registers; 0: unknown
   };
 
   // Registers, opens the Tasks stream and starts heartbeating.
@@ -59,6 +60,7 @@ class FakeWorker {
     request.set_metrics_address(options.metrics_address);
     request.mutable_resources()->set_backend(options.backend);
     request.mutable_resources()->set_cpu_cores(2);
+    request.mutable_resources()->set_memory_bytes(options.memory_bytes);
     request.set_previous_worker_id(options.previous_worker_id);
     request.set_previous_worker_secret(options.previous_worker_secret);
     for (const v1::RunningTask& task : options.running) *request.add_running() = task;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "test_support/temp_dir.h"
@@ -188,6 +190,31 @@ TEST_F(JobStoreTest, ReopenedStoreSeesEverything) {
   ASSERT_EQ(store->logs(id)->size(), 1u);
   EXPECT_EQ(store->logs(id)->front().text, "step 1");
   move(*store, id, v1::JOB_STATE_FAILED);
+}
+
+// Issue 13: a database file deleted (or replaced) under a running
+// coordinator went unnoticed, SQLite writing on into the unlinked file,
+// until every job vanished at the next start. Every write now refuses.
+TEST_F(JobStoreTest, WritesAreRefusedOnceTheFileIsDeletedOrReplaced) {
+  for (const bool replace : {false, true}) {
+    std::unique_ptr<JobStore> store = open_store();
+    const JobRecord job = create(*store, "before");
+    std::filesystem::remove(dir_.path("jobs.db"));
+    if (replace) std::ofstream(dir_.path("jobs.db")) << "";
+    const absl::StatusOr<JobRecord> created = store->create_job("after", "name: after\n", 1);
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(created.status().message().find("jobs.db was deleted or replaced while the "
+                                              "coordinator ran"),
+              std::string::npos)
+        << created.status();
+    EXPECT_EQ(store->transition(job.id, v1::JOB_STATE_RUNNING, "").status().code(),
+              absl::StatusCode::kDataLoss);
+    EXPECT_EQ(store->append_log(job.id, 1, 0, "x").code(), absl::StatusCode::kDataLoss);
+    EXPECT_EQ(store->set_message(job.id, "x").code(), absl::StatusCode::kDataLoss);
+    EXPECT_TRUE(store->get_job(job.id).ok());  // what it holds can still be read
+    store.reset();
+    std::filesystem::remove(dir_.path("jobs.db"));
+  }
 }
 
 }  // namespace

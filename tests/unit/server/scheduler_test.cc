@@ -6,6 +6,8 @@
 // tests drive a real coordinator with fake workers over gRPC.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "cluster_fixture.h"
@@ -169,11 +171,12 @@ TEST_F(SchedulerTest, SilentWorkerBecomesLostAndItsJobIsRequeued) {
   const std::string requeued = last_event_message(id, v1::JOB_STATE_QUEUED);
   EXPECT_NE(requeued.find("rank 1 on worker " + second->id() + " was lost"), std::string::npos)
       << requeued;
-  // While it waits, its message still says why it was restarted.
-  EXPECT_NE(job(id).message().find("only 1 registered (after attempt 1 failed: rank 1 on worker " +
-                                   second->id() + " was lost"),
-            std::string::npos)
-      << job(id).message();
+  // While it waits (after its restart backoff), its message still says
+  // why it was restarted.
+  EXPECT_TRUE(eventually([&] {
+    return job(id).message().find("only 1 registered (after attempt 1 failed: rank 1 on worker " +
+                                  second->id() + " was lost") != std::string::npos;
+  })) << job(id).message();
   // The first worker is free again once its heartbeat no longer lists the
   // cancelled task (not before: it may still be stopping it).
   v1::ListWorkersResponse workers;
@@ -318,6 +321,72 @@ TEST_F(SchedulerTest, AWorkerBackFromAPartitionStopsItsOldRankBeforeItGetsANewOn
   EXPECT_EQ(second.attempt(), 2);
   ASSERT_TRUE(back->report(second, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
   await_state(id, v1::JOB_STATE_SUCCEEDED);
+}
+
+// Issue 13: an impossible job no longer reaches a worker to fail there
+// with an allocation error; it waits, saying what did not fit.
+TEST_F(SchedulerTest, AJobNoWorkerCanHoldWaitsSayingWhatDidNotFit) {
+  auto small = worker({.memory_bytes = int64_t{4} << 30});
+  const std::string huge =
+      "name: gpt3\ndata: {train: builtin:demo}\ntrain: {steps: 10, warmup_steps: 2}\n"
+      "model: {layers: 96, heads: 96, dim: 12288, seq_len: 2048, vocab: 50257}\n"
+      "precision: {compute: bf16}\nzero: {stage: 3}\nresources: {workers: 1}\n";
+  const std::string id = submit(huge);
+  EXPECT_TRUE(eventually([&] { return job(id).message().find("room") != std::string::npos; }));
+  EXPECT_EQ(job(id).message(),
+            "asks for 1 workers, only 0 registered with room for a rank (each needs 2.6e+03 GiB "
+            "of model states for 1.75e+11 parameters at zero.stage 3; 1 registered worker has "
+            "less)");
+  EXPECT_EQ(job(id).state(), v1::JOB_STATE_QUEUED);
+  EXPECT_FALSE(small->next(std::chrono::milliseconds(300)).has_value());
+  // A job that fits still runs there.
+  const std::string fits = submit(spec(1));
+  small->next_start();
+  await_state(fits, v1::JOB_STATE_RUNNING);
+}
+
+// Issue 13: a job failing at once used to spend every restart within a
+// second; restarts now wait 1 s, 2 s, ... and say so.
+TEST_F(SchedulerTest, RestartsBackOffExponentiallyAndSaySo) {
+  auto rank = worker();
+  const std::string id = submit(spec(1, /*max_restarts=*/2));
+  std::vector<std::chrono::steady_clock::time_point> starts;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    const v1::Task task = rank->next_start();
+    starts.push_back(std::chrono::steady_clock::now());
+    ASSERT_TRUE(rank->report(task, v1::TASK_OUTCOME_FAILED, "bad data").ok());
+    if (attempt == 1) {
+      EXPECT_TRUE(eventually(
+          [&] { return job(id).message().starts_with("restarting in 1 s (backoff) (after"); }))
+          << job(id).message();
+    }
+  }
+  EXPECT_GE(starts[1] - starts[0], std::chrono::milliseconds(900));
+  EXPECT_GE(starts[2] - starts[1], std::chrono::milliseconds(1900));
+  await_state(id, v1::JOB_STATE_FAILED);
+}
+
+// Issue 13: a rank that hangs (alive, heartbeating, stepping no more) was
+// never noticed; its attempt now fails with "no progress".
+TEST_F(SchedulerTest, AHungRankFailsItsAttemptWithNoProgress) {
+  CoordinatorOptions hurried = options();
+  hurried.stall_timeout = std::chrono::milliseconds(1500);
+  start(hurried);
+  auto rank = worker();
+  const std::string id = submit(spec(1, /*max_restarts=*/1));
+  const v1::Task task = rank->next_start();
+  for (int step = 1; step <= 4; ++step) {  // 50 ms a step: 20 steps take 1 s
+    ASSERT_TRUE(rank->report(task, v1::TASK_OUTCOME_RUNNING, "", "", step).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Then it hangs: heartbeats go on, steps do not.
+  const std::optional<v1::TaskCommand> cancel = rank->next(std::chrono::seconds(10));
+  ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
+  EXPECT_NE(cancel->cancel().reason().find("made no progress: rank 0 reported no step after "
+                                           "step 4 for "),
+            std::string::npos)
+      << cancel->cancel().reason();
+  EXPECT_TRUE(eventually([&] { return job(id).restarts() == 1; }));
 }
 
 }  // namespace

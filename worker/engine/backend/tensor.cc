@@ -1,6 +1,11 @@
 // Why: Storage's counted lifetime and Tensor's shape bookkeeping.
 #include "backend/tensor.h"
 
+#include <cstdio>
+#include <new>
+
+#include "common/error.h"
+
 namespace mixtrain {
 
 int64_t shape_numel(const Shape& shape) {
@@ -18,11 +23,44 @@ std::string shape_string(const Shape& shape) {
   return s + ")";
 }
 
+namespace {
+
+std::string gib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g GiB", static_cast<double>(bytes) / double(1 << 30));
+  return text;
+}
+
+// allocator.allocate, with a failure that names what did not fit (what the
+// bytes were for, and how much the pool already holds) rather than only a
+// byte count or std::bad_alloc (issue 13).
+void* allocate_named(Allocator& allocator, const MemoryTracker& tracker, size_t bytes,
+                     MemoryPool pool, MemoryCategory category) {
+  std::string cause;
+  try {
+    return allocator.allocate(bytes, pool);
+  } catch (const EngineError& e) {
+    if (e.code() != ErrorCode::kOutOfMemory) throw;
+    cause = e.what();
+  } catch (const std::bad_alloc&) {
+    cause = "std::bad_alloc";
+  }
+  throw EngineError(ErrorCode::kOutOfMemory,
+                    "out of memory: " + gib(bytes) + " of " + memory_category_name(category) +
+                        " do not fit in the " + memory_pool_name(pool) + " pool, which holds " +
+                        gib(tracker.current_total(pool)) +
+                        " already (the model's shape, train.micro_batch, model.seq_len and the "
+                        "zero settings set these sizes; " +
+                        cause + ")");
+}
+
+}  // namespace
+
 Storage::Storage(std::shared_ptr<Allocator> allocator, std::shared_ptr<MemoryTracker> tracker,
                  size_t bytes, MemoryPool pool, MemoryCategory category)
     : allocator_(std::move(allocator)),
       tracker_(std::move(tracker)),
-      data_(allocator_->allocate(bytes, pool)),
+      data_(allocate_named(*allocator_, *tracker_, bytes, pool, category)),
       bytes_(bytes),
       pool_(pool),
       category_(category) {

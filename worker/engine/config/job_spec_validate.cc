@@ -4,7 +4,6 @@
 // (e.g. by the coordinator, which does not see the workers' files).
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <system_error>
 
@@ -16,9 +15,21 @@ namespace {
 constexpr std::string_view kBuiltinPrefix = "builtin:";
 constexpr size_t kMaxNameLength = 100;
 constexpr int64_t kMaxVocab = 65536;  // token ids are stored as uint16
-// Far beyond any machine, and low enough that no size the engine derives
-// from the model shape (bytes of every copy of the weights) overflows int64.
-constexpr double kMaxParameters = 0x1p48;
+// Ceilings of every size: far beyond any job this engine can run, and low
+// enough that no size derived from them overflows int64 (the largest model
+// they allow, 1024 layers of dim 65536, has 5.3e13 parameters: 8.4e14
+// bytes for every copy of the weights) and no loop over them hangs.
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxDim = 65536;
+constexpr int64_t kMaxSeqLen = 131072;
+constexpr int64_t kMaxBatch = 65536;             // train.micro_batch, train.grad_accum
+constexpr int64_t kMaxEvalBatches = 1 << 20;
+constexpr int64_t kMaxCount = 1'000'000'000;     // steps, intervals
+constexpr int64_t kMaxBucketMb = 65536;
+constexpr int64_t kMaxWorkers = 1024;
+constexpr int64_t kMaxKeep = 10000;
+constexpr int64_t kMaxRestarts = 1000;
 
 std::string format_number(double value) {
   char buffer[64];
@@ -39,6 +50,15 @@ class Checker {
     if (value < minimum)
       fail(key_path,
            "must be at least " + format_number(minimum) + ", got " + format_number(value));
+  }
+
+  // Within [minimum, maximum]: every size has a ceiling, so an absurd one
+  // is refused here rather than failing (or hanging) on a worker.
+  void in_range(const char* key_path, int64_t value, int64_t minimum, int64_t maximum) {
+    at_least(key_path, value, minimum);
+    if (value > maximum)
+      fail(key_path,
+           "must be at most " + format_number(maximum) + ", got " + format_number(value));
   }
 
   // Finite and >= minimum (or > minimum when `exclusive`).
@@ -84,34 +104,19 @@ void check_name(const std::string& name, Checker& check) {
                    name + "\"");
 }
 
-// A GPT's parameter count (embeddings, 12·dim² + 13·dim per layer, final
-// layer norm), in double so that absurd shapes cannot overflow.
-double parameter_count(const ModelSpec& model) {
-  const double dim = static_cast<double>(model.dim);
-  return (static_cast<double>(model.vocab) + static_cast<double>(model.seq_len)) * dim +
-         static_cast<double>(model.layers) * (12 * dim * dim + 13 * dim) + 2 * dim;
-}
-
 void check_model(const ModelSpec& model, Checker& check) {
-  check.at_least("model.layers", model.layers, 1);
-  check.at_least("model.heads", model.heads, 1);
-  check.at_least("model.dim", model.dim, 1);
+  check.in_range("model.layers", model.layers, 1, kMaxLayers);
+  check.in_range("model.heads", model.heads, 1, kMaxHeads);
+  check.in_range("model.dim", model.dim, 1, kMaxDim);
   if (model.heads >= 1 && model.dim >= 1 && model.dim % model.heads != 0)
     check.fail("model.heads", "must divide model.dim (" + format_number(model.dim) + "), got " +
                                   format_number(model.heads));
-  check.at_least("model.seq_len", model.seq_len, 1);
+  check.in_range("model.seq_len", model.seq_len, 1, kMaxSeqLen);
   check.at_least("model.vocab", model.vocab, 1);
   if (model.vocab > kMaxVocab)
     check.fail("model.vocab", "must be at most " + format_number(kMaxVocab) +
                                   " (token ids are stored as uint16), got " +
                                   format_number(model.vocab));
-  if (model.layers >= 1 && model.dim >= 1 && model.seq_len >= 1 && model.vocab >= 1 &&
-      parameter_count(model) > kMaxParameters) {
-    char count[32];
-    std::snprintf(count, sizeof(count), "%.2g", parameter_count(model));
-    check.fail("model", "layers, dim, seq_len and vocab make about " + std::string(count) +
-                            " parameters, more than the engine's limit of 2^48");
-  }
   if (model.init_from && model.init_from->empty())
     check.fail("model.init_from", "must be a file path when given, got an empty string");
 }
@@ -144,9 +149,9 @@ void check_data(const DataSpec& data, const ModelSpec& model, Checker& check) {
 }
 
 void check_train(const TrainSpec& train, Checker& check) {
-  check.at_least("train.steps", train.steps, 1);
-  check.at_least("train.micro_batch", train.micro_batch, 1);
-  check.at_least("train.grad_accum", train.grad_accum, 1);
+  check.in_range("train.steps", train.steps, 1, kMaxCount);
+  check.in_range("train.micro_batch", train.micro_batch, 1, kMaxBatch);
+  check.in_range("train.grad_accum", train.grad_accum, 1, kMaxBatch);
   check.number_at_least("train.min_lr", train.min_lr, 0, false);
   if (!std::isfinite(train.lr) || !(train.lr >= train.min_lr))
     check.fail("train.lr", "must be a finite number of at least train.min_lr (" +
@@ -159,10 +164,14 @@ void check_train(const TrainSpec& train, Checker& check) {
   for (double beta : train.betas) check.number_in_range("train.betas", beta, 0, 1, false);
   check.number_at_least("train.grad_clip", train.grad_clip, 0, false);
   check.at_least("train.seed", train.seed, 0);
-  check.at_least("train.eval_batches", train.eval_batches, 0);
+  check.in_range("train.eval_batches", train.eval_batches, 0, kMaxEvalBatches);
   if (train.eval_batches > 0 && train.eval_every < 1)
     check.fail("train.eval_every", "must be at least 1 when train.eval_batches is above 0, got " +
                                        format_number(train.eval_every));
+  if (train.eval_every > kMaxCount)
+    check.fail("train.eval_every",
+               "must be at most " + format_number(kMaxCount) + ", got " +
+                   format_number(train.eval_every));
 }
 
 void check_precision(const PrecisionSpec& precision, Checker& check) {
@@ -178,8 +187,8 @@ void check_precision(const PrecisionSpec& precision, Checker& check) {
                                            format_number(precision.init_scale));
   check.number_at_least("precision.growth_factor", precision.growth_factor, 1, true);
   check.number_in_range("precision.backoff_factor", precision.backoff_factor, 0, 1, true);
-  check.at_least("precision.growth_interval", precision.growth_interval, 1);
-  check.at_least("precision.hysteresis", precision.hysteresis, 1);
+  check.in_range("precision.growth_interval", precision.growth_interval, 1, kMaxCount);
+  check.in_range("precision.hysteresis", precision.hysteresis, 1, kMaxCount);
 }
 
 void check_zero(const ZeroSpec& zero, Checker& check) {
@@ -198,7 +207,7 @@ void check_zero(const ZeroSpec& zero, Checker& check) {
       check.fail("zero.offload_params",
                  "cpu offload of parameters needs zero.offload_optimizer cpu as well");
   }
-  check.at_least("zero.bucket_mb", zero.bucket_mb, 1);
+  check.in_range("zero.bucket_mb", zero.bucket_mb, 1, kMaxBucketMb);
 }
 
 void check_file(const char* key_path, const std::string& path,
@@ -244,12 +253,12 @@ std::vector<SpecError> validate(const JobSpec& spec) {
   check_train(spec.train, check);
   check_precision(spec.precision, check);
   check_zero(spec.zero, check);
-  check.at_least("resources.workers", spec.resources.workers, 1);
-  check.at_least("checkpoint.every", spec.checkpoint.every, 1);
-  check.at_least("checkpoint.keep", spec.checkpoint.keep, 1);
+  check.in_range("resources.workers", spec.resources.workers, 1, kMaxWorkers);
+  check.in_range("checkpoint.every", spec.checkpoint.every, 1, kMaxCount);
+  check.in_range("checkpoint.keep", spec.checkpoint.keep, 1, kMaxKeep);
   if (spec.checkpoint.dir && spec.checkpoint.dir->empty())
     check.fail("checkpoint.dir", "must be a directory path when given, got an empty string");
-  check.at_least("retries.max_restarts", spec.retries.max_restarts, 0);
+  check.in_range("retries.max_restarts", spec.retries.max_restarts, 0, kMaxRestarts);
   return check.take();
 }
 

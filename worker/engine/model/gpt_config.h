@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "config/job_spec.h"
+
 namespace mixtrain {
 
 struct GptConfig {
@@ -19,5 +21,10 @@ struct GptConfig {
   // dim / heads.
   int64_t head_size() const { return dim / heads; }
 };
+
+// The shape a job spec's `model` asks for (not validated here).
+inline GptConfig gpt_config(const config::ModelSpec& model) {
+  return GptConfig{model.layers, model.heads, model.dim, model.seq_len, model.vocab};
+}
 
 }  // namespace mixtrain

@@ -41,10 +41,6 @@ ZeroSettings zero_settings(const config::ZeroSpec& zero) {
   return out;
 }
 
-GptConfig gpt_config(const config::ModelSpec& model) {
-  return GptConfig{model.layers, model.heads, model.dim, model.seq_len, model.vocab};
-}
-
 SamplerConfig sampler_config(const config::JobSpec& spec, const Communicator* comm) {
   SamplerConfig out;
   out.micro_batch = spec.train.micro_batch;
