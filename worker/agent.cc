@@ -390,8 +390,11 @@ void Agent::start_task(const v1::Task& task) {
     reporter_.log(running, line);
     say(prefix + line);
   };
-  events.on_finished = [this, running, name = task_name(task)](const TaskResult& result) {
+  events.on_finished = [this, running, progress, name = task_name(task)](const TaskResult& result) {
     metrics_.end_task(result.outcome);
+    if (progress->on_summary(result.summary_json)) {
+      reporter_.progress(running, progress->progress());
+    }
     reporter_.finish(running, result.outcome, result.message, result.summary_json);
     say("mixtrain-worker: " + name + " " + task_outcome_label(result.outcome) +
         (result.message.empty() ? "" : ": " + result.message));

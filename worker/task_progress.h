@@ -1,8 +1,12 @@
 // Why: the coordinator's Progress message (what `mixtrain status` and the
 // job's progress line show) is a running total across steps and
 // evaluations: the last loss, the validation loss of the last evaluation,
-// the count of skipped steps. This accumulates it from a task's reports.
+// the count of skipped steps. This accumulates it from a task's reports,
+// and completes it from the task's summary: a task resumed from its final
+// checkpoint runs no step, and its job showed progress 0/N (issue 13).
 #pragma once
+
+#include <string>
 
 #include "mixtrain.pb.h"
 #include "train/progress.h"
@@ -15,6 +19,10 @@ class TaskProgress {
   void on_step(const StepProgress& step);
   // Takes an evaluation's validation loss.
   void on_eval(const EvalProgress& eval);
+  // Takes what the task's DESIGN.md §5 summary says of its end (steps,
+  // losses, loss scale) where no step reported more; false when
+  // `summary_json` is no summary object.
+  bool on_summary(const std::string& summary_json);
   // Everything so far.
   const v1::Progress& progress() const { return progress_; }
 

@@ -136,10 +136,12 @@ reject section_scalar "section_scalar.yaml:25: resources: expected a map of keys
   "$(variant section_scalar '/^resources:/,/backend:/c\resources: big')"
 reject vocab_above_uint16 "vocab_above_uint16.yaml:9: model.vocab: must be at most 65536 (token ids are stored as uint16), got 70000" \
   "$(variant vocab_above_uint16 's/vocab: 256/vocab: 70000/')"
-reject model_too_big "model_too_big.yaml:3: model: layers, dim, seq_len and vocab make about 1.9e+20 parameters" \
+reject model_too_big "model_too_big.yaml:7: model.dim: must be at most 65536, got 4000000000" \
   "$(variant model_too_big 's/dim: 32/dim: 4000000000/')"
 reject heads_dim "heads_dim.yaml:6: model.heads: must divide model.dim (32), got 3" \
   "$(variant heads_dim 's/heads: 2/heads: 3/')"
+reject micro_batch_huge "micro_batch_huge.yaml:16: train.micro_batch: must be at most 65536, got 4611686018427387904" \
+  "$(variant micro_batch_huge 's/micro_batch: 2/micro_batch: 4611686018427387904/')"
 reject negative_lr "negative_lr.yaml:17: train.lr: must be a finite number of at least train.min_lr (1e-04), got -0.001" \
   "$(variant negative_lr 's/lr: 1.0e-3/lr: -1.0e-3/')"
 reject min_lr_above_lr "min_lr_above_lr.yaml:17: train.lr: must be a finite number of at least train.min_lr (0.01), got 0.001" \

@@ -210,5 +210,28 @@ TEST(TaskProgressTest, KeepsTotalsAcrossStepsAndEvals) {
   EXPECT_EQ(progress.progress().val_loss(), 2.5);
 }
 
+// Issue 13: a task resumed from its final checkpoint runs no step; its
+// progress comes from its summary instead of staying at step 0.
+TEST(TaskProgressTest, ASummaryCompletesWhatNoStepReported) {
+  TaskProgress progress;
+  progress.on_eval({600, 2.25});
+  EXPECT_TRUE(progress.on_summary(R"({"steps": 600, "final_train_loss": 2.5, )"
+                                  R"("final_val_loss": 2.25, "loss_scale": 1024.0})"));
+  EXPECT_EQ(progress.progress().step(), 600);
+  EXPECT_EQ(progress.progress().train_loss(), 2.5);
+  EXPECT_EQ(progress.progress().val_loss(), 2.25);
+  EXPECT_EQ(progress.progress().loss_scale(), 1024.0);
+
+  TaskProgress stepped;  // steps reported: the summary changes nothing
+  StepProgress step;
+  step.step = 5;
+  step.steps = 5;
+  step.loss = 3.0;
+  stepped.on_step(step);
+  EXPECT_TRUE(stepped.on_summary(R"({"steps": 5, "final_train_loss": 9.0})"));
+  EXPECT_EQ(stepped.progress().train_loss(), 3.0);
+  EXPECT_FALSE(stepped.on_summary("not json"));
+}
+
 }  // namespace
 }  // namespace mixtrain::worker
