@@ -2,9 +2,10 @@
 # Why: `mixtrain train` is what users run; this drives the real binary the
 # way they do: a tiny job trains and leaves a §5 summary and a checkpoint,
 # the summary says succeeded with the steps asked for, a resume continues
-# from the checkpoint, `mixtrain export` writes a safetensors file (and
-# refuses a missing checkpoint or an unknown format), and a bad spec or a
-# bad override exits 2 with the key named and nothing written.
+# from the checkpoint (also past a damaged newest one), `mixtrain export`
+# writes a safetensors file (and refuses a missing checkpoint or an unknown
+# format), and a bad spec or a bad override exits 2 with the key named and
+# nothing written.
 #   train_cli_test.sh MIXTRAIN_BINARY SOURCE_DIR
 set -euo pipefail
 mixtrain=$1
@@ -65,6 +66,17 @@ grep -q "onnx" "$work/onnx.txt" || fail "export --format onnx: format not named"
   || { cat "$work/resumed.txt"; fail "resume exited $?"; }
 grep -q '"steps": 12' "$work/resumed.json" || fail "resumed run does not end at step 12"
 grep -q "step 1/12" "$work/resumed.txt" && fail "resumed run started again from step 1"
+
+# A truncated newest checkpoint: the resume passes over it, and when the
+# run comes back to its step it writes that step again, keeping the
+# damaged directory aside for inspection (not failing as "already exists").
+truncate -s -4 "$work/ckpt/step_00000012/shard-00000-of-00001.safetensors"
+"$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=16 \
+  --resume "$work/ckpt" --summary-json "$work/past_damage.json" >"$work/past_damage.txt" 2>&1 \
+  || { code=$?; cat "$work/past_damage.txt"; fail "resume past a truncated checkpoint exited $code"; }
+grep -q '"steps": 16' "$work/past_damage.json" || fail "resume past damage does not end at step 16"
+[ -d "$work/ckpt/step_00000012.damaged-1" ] || fail "the damaged step 12 was not kept aside"
+[ -f "$work/ckpt/step_00000012/manifest.json" ] || fail "step 12 was not written again"
 
 # Bad input: exit 2, the problem named, no summary written.
 set +e

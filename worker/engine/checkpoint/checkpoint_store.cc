@@ -25,6 +25,7 @@ namespace {
 
 constexpr std::string_view kStepPrefix = "step_";
 constexpr std::string_view kTemporaryInfix = ".tmp-";
+constexpr std::string_view kDamagedInfix = ".damaged-";
 
 [[noreturn]] void throw_io_error(const std::string& what, const fs::path& path,
                                  const std::error_code& error) {
@@ -137,6 +138,7 @@ fs::path begin_checkpoint(const fs::path& dir, int64_t step) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw_io_error("cannot create checkpoint directory", dir, error);
+  set_aside_damaged_checkpoint(dir, step);
   const fs::path final_path = dir / checkpoint_dir_name(step);
   MIXTRAIN_CHECK_ARG(!fs::exists(final_path, error),
                      "begin_checkpoint: " + final_path.string() + " already exists");
@@ -245,6 +247,30 @@ LoadedCheckpoint load_checkpoint(const fs::path& path) {
     loaded.files.emplace(expected.name, SafetensorsFile(std::move(file)));
   }
   return loaded;
+}
+
+std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const fs::path& dir,
+                                                               int64_t step) {
+  const fs::path path = dir / checkpoint_dir_name(step);
+  std::error_code error;
+  if (!fs::exists(fs::symlink_status(path, error))) return std::nullopt;
+  std::string reason;
+  try {
+    load_checkpoint(path);
+    return std::nullopt;
+  } catch (const EngineError& refused) {
+    if (refused.code() != ErrorCode::kInvalidArgument) throw;
+    reason = refused.what();
+  }
+  const auto damaged_name = [&](int k) {
+    return dir / (checkpoint_dir_name(step) + std::string(kDamagedInfix) + std::to_string(k));
+  };
+  int k = 1;
+  fs::path aside = damaged_name(k);
+  while (fs::exists(fs::symlink_status(aside, error))) aside = damaged_name(++k);
+  rename_or_throw(path, aside);
+  fsync_directory(dir);
+  return SetAsideCheckpoint{aside, reason};
 }
 
 bool remove_checkpoint(const fs::path& dir, int64_t step) {

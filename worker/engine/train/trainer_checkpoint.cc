@@ -95,6 +95,14 @@ void Trainer::write_checkpoint() {
       agree_on_checkpoint("begin the checkpoint", leader, [&] {
         const int64_t epoch = options_.checkpoint_epoch;
         check_checkpoint_epoch(checkpoint_dir_, epoch, "begin a checkpoint");
+        // One of this step that a resume skipped as damaged is kept aside.
+        const std::optional<SetAsideCheckpoint> aside =
+            set_aside_damaged_checkpoint(checkpoint_dir_, state_.step);
+        if (aside && options_.progress.on_log) {
+          options_.progress.on_log("moved the damaged checkpoint of step " +
+                                   std::to_string(state_.step) + " aside to " +
+                                   aside->path.string() + ": " + aside->reason);
+        }
         // This attempt never wrote this step: one already there was written
         // by a superseded attempt, and is replaced.
         if (epoch > 0) remove_checkpoint(checkpoint_dir_, state_.step);
