@@ -2,7 +2,7 @@
 # Why: `mixtrain train` is what users run; this drives the real binary the
 # way they do: a tiny job trains and leaves a §5 summary and a checkpoint,
 # the summary says succeeded with the steps asked for, a resume continues
-# from the checkpoint (also past a damaged newest one), `mixtrain export`
+# from the checkpoint (also past damaged newest ones), `mixtrain export`
 # writes a safetensors file (and refuses a missing checkpoint or an unknown
 # format), and a bad spec or a bad override exits 2 with the key named and
 # nothing written.
@@ -77,6 +77,25 @@ truncate -s -4 "$work/ckpt/step_00000012/shard-00000-of-00001.safetensors"
 grep -q '"steps": 16' "$work/past_damage.json" || fail "resume past damage does not end at step 16"
 [ -d "$work/ckpt/step_00000012.damaged-1" ] || fail "the damaged step 12 was not kept aside"
 [ -f "$work/ckpt/step_00000012/manifest.json" ] || fail "step 12 was not written again"
+
+# A bit flipped in the newest checkpoint (its sizes still match): the
+# resume says it passes over it and why, and from which checkpoint it goes on.
+python3 - "$work/ckpt/step_00000016/shard-00000-of-00001.safetensors" <<'EOF'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(-100, 2)
+    byte = f.read(1)[0]
+    f.seek(-1, 1)
+    f.write(bytes([byte ^ 0x10]))
+EOF
+"$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=20 \
+  --resume "$work/ckpt" --summary-json "$work/past_flip.json" >"$work/past_flip.txt" 2>&1 \
+  || { code=$?; cat "$work/past_flip.txt"; fail "resume past a flipped bit exited $code"; }
+grep -q '"steps": 20' "$work/past_flip.json" || fail "resume past a flipped bit does not end at step 20"
+grep -q "resume: passing over checkpoint $work/ckpt/step_00000016: .*CRC32C" "$work/past_flip.txt" \
+  || fail "the resume did not say it passed over step 16 and why"
+grep -q "resume: resuming from checkpoint $work/ckpt/step_00000012 (step 12)" "$work/past_flip.txt" \
+  || fail "the resume did not say it went on from step 12"
 
 # Bad input: exit 2, the problem named, no summary written.
 set +e

@@ -194,25 +194,32 @@ void abort_checkpoint(const fs::path& temporary) noexcept {
   fs::remove_all(temporary, ignored);
 }
 
-std::vector<CheckpointInfo> list_checkpoints(const fs::path& dir) {
+std::vector<CheckpointInfo> list_checkpoint_dirs(const fs::path& dir) {
   std::vector<CheckpointInfo> found;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const std::optional<int64_t> step = parse_step_dir_name(it->path().filename().string());
     std::error_code type_error;  // its own, so a failed stat cannot end the iteration
-    if (!step || !it->is_directory(type_error)) continue;
+    if (step && it->is_directory(type_error)) found.push_back(CheckpointInfo{*step, it->path()});
+  }
+  std::sort(found.begin(), found.end(),
+            [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
+  return found;
+}
+
+std::vector<CheckpointInfo> list_checkpoints(const fs::path& dir) {
+  std::vector<CheckpointInfo> complete;
+  for (const CheckpointInfo& candidate : list_checkpoint_dirs(dir)) {
     try {
-      const CheckpointManifest manifest = read_manifest(it->path());
-      if (manifest.step == *step && mismatched_file(it->path(), manifest) == nullptr) {
-        found.push_back(CheckpointInfo{*step, it->path()});
+      const CheckpointManifest manifest = read_manifest(candidate.path);
+      if (manifest.step == candidate.step && mismatched_file(candidate.path, manifest) == nullptr) {
+        complete.push_back(candidate);
       }
     } catch (const EngineError&) {
       // No readable, valid manifest: not a complete checkpoint.
     }
   }
-  std::sort(found.begin(), found.end(),
-            [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
-  return found;
+  return complete;
 }
 
 std::optional<CheckpointInfo> latest_checkpoint(const fs::path& dir) {

@@ -109,10 +109,15 @@ std::filesystem::path commit_checkpoint(const std::filesystem::path& temporary, 
 // after a failed write or commit. Never throws.
 void abort_checkpoint(const std::filesystem::path& temporary) noexcept;
 
-// The complete checkpoints in `dir`, oldest step first: directories named
-// checkpoint_dir_name(step) whose manifest is valid, names that step, and
-// lists files that exist with their recorded sizes (checksums are checked
-// by load_checkpoint). Anything else is ignored. Empty if `dir` is absent.
+// Every directory in `dir` named checkpoint_dir_name(step), complete or
+// not, oldest step first: what a resume may try, newest first. Anything
+// else (temporary and set-aside names) is ignored. Empty if `dir` is absent.
+std::vector<CheckpointInfo> list_checkpoint_dirs(const std::filesystem::path& dir);
+
+// The complete checkpoints in `dir`, oldest step first: those of
+// list_checkpoint_dirs whose manifest is valid, names that step, and lists
+// files that exist with their recorded sizes (checksums are checked by
+// load_checkpoint). Empty if `dir` is absent.
 std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& dir);
 
 // The newest complete checkpoint in `dir`, if any.

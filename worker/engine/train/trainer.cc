@@ -119,6 +119,10 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
 
 Trainer::~Trainer() = default;
 
+void Trainer::log(const std::string& line) const {
+  if (options_.progress.on_log) options_.progress.on_log(line);
+}
+
 TrainSummary Trainer::run() {
   const int64_t total = spec_.train.steps;
   while (state_.step < total) {
