@@ -256,19 +256,22 @@ LoadedCheckpoint load_checkpoint(const fs::path& path) {
   return loaded;
 }
 
-std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const fs::path& dir,
-                                                               int64_t step) {
-  const fs::path path = dir / checkpoint_dir_name(step);
-  std::error_code error;
-  if (!fs::exists(fs::symlink_status(path, error))) return std::nullopt;
-  std::string reason;
+std::optional<std::string> checkpoint_damage(const fs::path& path) {
   try {
     load_checkpoint(path);
     return std::nullopt;
   } catch (const EngineError& refused) {
     if (refused.code() != ErrorCode::kInvalidArgument) throw;
-    reason = refused.what();
+    return refused.what();
   }
+}
+
+std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const fs::path& dir, int64_t step) {
+  const fs::path path = dir / checkpoint_dir_name(step);
+  std::error_code error;
+  if (!fs::exists(fs::symlink_status(path, error))) return std::nullopt;
+  const std::optional<std::string> reason = checkpoint_damage(path);
+  if (!reason) return std::nullopt;
   const auto damaged_name = [&](int k) {
     return dir / (checkpoint_dir_name(step) + std::string(kDamagedInfix) + std::to_string(k));
   };
@@ -277,7 +280,7 @@ std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const fs::path& d
   while (fs::exists(fs::symlink_status(aside, error))) aside = damaged_name(++k);
   rename_or_throw(path, aside);
   fsync_directory(dir);
-  return SetAsideCheckpoint{aside, reason};
+  return SetAsideCheckpoint{aside, *reason};
 }
 
 bool remove_checkpoint(const fs::path& dir, int64_t step) {

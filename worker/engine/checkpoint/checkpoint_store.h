@@ -130,6 +130,11 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::filesystem::path& dir
 // malformed file or manifest.
 LoadedCheckpoint load_checkpoint(const std::filesystem::path& path);
 
+// Why load_checkpoint refuses the checkpoint directory `path` (a missing,
+// truncated or corrupt file, a bad manifest): its message; nullopt when
+// `path` verifies. Other errors (kInternal) propagate.
+std::optional<std::string> checkpoint_damage(const std::filesystem::path& path);
+
 // A checkpoint directory that did not verify, moved aside.
 struct SetAsideCheckpoint {
   std::filesystem::path path;  // where it lies now: DIR/step_00000500.damaged-<k>
