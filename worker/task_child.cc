@@ -101,6 +101,9 @@ int run_task_child(std::istream& in) {
   try {
     backend = make_backend(backend_name(spec, launch->backend));
     TrainerOptions options;
+    // Checked again as each file opens: a path may have become a symlink
+    // out of the root since the coordinator checked it at submit.
+    if (!task.data_root().empty()) options.data_root = task.data_root();
     if (task.world_size() > 1) {
       absl::StatusOr<std::unique_ptr<WorkerConnection>> opened =
           WorkerConnection::open(launch->connection);

@@ -53,9 +53,7 @@ EOF
 for how in flip truncate; do
   id=$(submit "$WORK/data/job.yaml")
   damaged=$(damage_and_restart "$id" "$how")
-  wait_for "job_field $id \"j['state']\" | grep -qE 'SUCCEEDED|FAILED|CANCELLED'" 300 "job $id to end"
-  [ "$(job_field "$id" "j['state']")" = SUCCEEDED ] ||
-    fail "job $id ended $(job_field "$id" "j['state'] + ': ' + j.get('message', '')")"
+  ends_as "$id" SUCCEEDED 300
   [ "$(job_field "$id" "j['attempt']")" -ge 2 ] || fail "job $id did not restart"
   same_weights "$id" reference
   mixtrain logs "$id" >"$WORK/$id.log" 2>&1

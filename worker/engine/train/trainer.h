@@ -61,6 +61,10 @@ struct TrainerOptions {
   // no newer attempt claimed checkpoint_dir (checkpoint_fence.h); 0: no
   // fencing (one `mixtrain train` run).
   int64_t checkpoint_epoch = 0;
+  // The directory the job's input files (data, model.init_from) must lie
+  // beneath, checked when each is opened (common/contained_open.h; relative
+  // paths resolve there); unset: they are opened as the spec names them.
+  std::optional<std::filesystem::path> data_root;
   // This rank's communicator; null: one rank. Must outlive the trainer.
   Communicator* comm = nullptr;
   TrainerProgress progress;
@@ -76,8 +80,9 @@ class Trainer {
   // gpt2_init(train.seed). Throws EngineError(kInvalidArgument) for an
   // invalid spec, a spec this backend cannot run (CPU offload on a GPU
   // backend), an init_from file that does not fit the model, data
-  // errors, no checkpoint in resume_dir that verifies, or a checkpoint
-  // written for another model shape or compute dtype (naming both).
+  // errors, a data or init_from file outside options.data_root, no
+  // checkpoint in resume_dir that verifies, or a checkpoint written for
+  // another model shape or compute dtype (naming both).
   Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
