@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "checkpoint/checkpoint_store.h"
 #include "comm/make_communicator.h"
 #include "comm/tcp_store.h"
 #include "job_spec_yaml.h"
@@ -59,6 +60,19 @@ void exchange_rank_summaries(RankGroup& group, TrainSummary& summary, std::ostre
   }
 }
 
+// The newest intact checkpoint in `dir` past `step`, which a run resumed at
+// `step` would have to write again: it would train up to there and then
+// fail with "already exists", losing the work, so such a run is refused at
+// its start. Damaged ones are set aside when their step is written.
+std::optional<CheckpointInfo> intact_checkpoint_past(const std::filesystem::path& dir,
+                                                     int64_t step) {
+  const std::vector<CheckpointInfo> listed = list_checkpoints(dir);
+  for (auto it = listed.rbegin(); it != listed.rend() && it->step > step; ++it) {
+    if (!checkpoint_damage(it->path)) return *it;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream& out,
@@ -74,6 +88,16 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
   const config::JobSpec& spec = *loaded.spec;
   if (args.summary_json && !summary_path_usable(*args.summary_json, "mixtrain train", err)) {
     return 2;  // found now, not after the whole run
+  }
+  if (!args.resume) {
+    const std::filesystem::path dir = config::effective_checkpoint_dir(spec);
+    if (const std::optional<CheckpointInfo> held = latest_checkpoint(dir)) {
+      err << "mixtrain train: " << dir.string() << " already holds the checkpoints of a run "
+          << "(newest: " << held->path.filename().string() << "); continue that run with --resume "
+          << dir.string()
+          << ", or give this one another checkpoint.dir (--set checkpoint.dir=...)\n";
+      return 2;
+    }
   }
 
   const int world_size = args.nproc.value_or(static_cast<int>(spec.resources.workers));
@@ -118,6 +142,21 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
       trainer_options.comm = group.comm.get();
     }
     trainer = std::make_unique<Trainer>(*backend, spec, trainer_options);
+    if (args.resume) {  // every rank finds the same and stops
+      const std::optional<CheckpointInfo> held =
+          intact_checkpoint_past(trainer->checkpoint_dir(), trainer->step());
+      if (held) {
+        if (leader) {
+          err << "mixtrain train: " << trainer->checkpoint_dir().string() << " already holds "
+              << held->path.filename().string() << ", past step " << trainer->step()
+              << " where this run resumes, and the run would have to write it again; resume "
+                 "from it (--resume "
+              << trainer->checkpoint_dir().string()
+              << "), or give this run another checkpoint.dir (--set checkpoint.dir=...)\n";
+        }
+        return 2;
+      }
+    }
   } catch (const EngineError& e) {
     err << "mixtrain train" << who << ": " << e.what() << "\n";
     return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;

@@ -101,6 +101,9 @@ int run_task_child(std::istream& in) {
   try {
     backend = make_backend(backend_name(spec, launch->backend));
     TrainerOptions options;
+    // Checked again as each file opens: a path may have become a symlink
+    // out of the root since the coordinator checked it at submit.
+    if (!task.data_root().empty()) options.data_root = task.data_root();
     if (task.world_size() > 1) {
       absl::StatusOr<std::unique_ptr<WorkerConnection>> opened =
           WorkerConnection::open(launch->connection);
@@ -121,9 +124,10 @@ int run_task_child(std::istream& in) {
       // earlier attempt that still runs can no longer commit or prune there.
       options.checkpoint_epoch = task.attempt();
       if (task.attempt() >= 1) claim_checkpoint_epoch(task.checkpoint_dir(), task.attempt());
-      if (task.resume()) {
-        const std::optional<CheckpointInfo> latest = latest_checkpoint(task.checkpoint_dir());
-        if (latest) options.resume_dir = latest->path;
+      // The whole run directory, not its latest checkpoint: the trainer
+      // resumes from the newest one that verifies, passing over damaged ones.
+      if (task.resume() && latest_checkpoint(task.checkpoint_dir())) {
+        options.resume_dir = task.checkpoint_dir();
       }
     }
     options.progress = printer.callbacks();

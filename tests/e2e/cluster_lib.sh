@@ -143,6 +143,16 @@ wait_state() {
   wait_for "[ \"\$(job_field $1 \"j['state']\")\" = $2 ]" "$3" "job $1 to be $2"
 }
 
+# ends_as ID STATE SECONDS: waits for job ID to end, then fails at once
+# unless it ended as STATE.
+ends_as() {
+  wait_for "job_field $1 \"j['state']\" | grep -qE '^(SUCCEEDED|FAILED|CANCELLED)\$'" "$3" \
+    "job $1 to end"
+  local state
+  state=$(job_field "$1" "j['state']")
+  [ "$state" = "$2" ] || fail "job $1 ended $state, not $2"
+}
+
 # reference NAME SPEC_FILE NPROC: SPEC_FILE trained by `mixtrain train
 # --nproc NPROC` on one host, without the service, its final weights
 # exported to $WORK/NAME.safetensors.

@@ -2,9 +2,11 @@
 # Why: `mixtrain train` is what users run; this drives the real binary the
 # way they do: a tiny job trains and leaves a §5 summary and a checkpoint,
 # the summary says succeeded with the steps asked for, a resume continues
-# from the checkpoint, `mixtrain export` writes a safetensors file (and
-# refuses a missing checkpoint or an unknown format), and a bad spec or a
-# bad override exits 2 with the key named and nothing written.
+# from the checkpoint (also past damaged newest ones), a second run into a
+# directory holding a run's checkpoints is refused before any work,
+# `mixtrain export` writes a safetensors file (and refuses a missing
+# checkpoint or an unknown format), and a bad spec or a bad override exits 2
+# with the key named and nothing written.
 #   train_cli_test.sh MIXTRAIN_BINARY SOURCE_DIR
 set -euo pipefail
 mixtrain=$1
@@ -59,12 +61,66 @@ set -e
 [ "$onnx_code" -eq 2 ] || fail "export --format onnx: exit $onnx_code, want 2"
 grep -q "onnx" "$work/onnx.txt" || fail "export --format onnx: format not named"
 
+# Training again into a directory holding a run's checkpoints would end in
+# "already exists" after all the work: refused at the start instead (exit
+# 2, --resume named, nothing written), without --resume and with a resume
+# from an older checkpoint than the directory holds.
+before=$(ls -lR --time-style=full-iso "$work/ckpt")
+set +e
+"$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=8 \
+  --summary-json "$work/again.json" >"$work/again.txt" 2>&1
+again_code=$?
+"$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=12 \
+  --resume "$work/ckpt/step_00000004" --summary-json "$work/behind.json" >"$work/behind.txt" 2>&1
+behind_code=$?
+set -e
+cat "$work/again.txt" "$work/behind.txt"
+[ "$again_code" -eq 2 ] || fail "a second run into the same checkpoint.dir: exit $again_code, want 2"
+grep -q "already holds the checkpoints of a run (newest: step_00000008); continue that run with \
+--resume $work/ckpt" "$work/again.txt" || fail "a second run: --resume not named"
+[ "$behind_code" -eq 2 ] || fail "a resume behind the newest checkpoint: exit $behind_code, want 2"
+grep -q "already holds step_00000008, past step 4 where this run resumes" "$work/behind.txt" \
+  || fail "a resume behind the newest checkpoint: step_00000008 not named"
+grep -q "step 1/" "$work/again.txt" "$work/behind.txt" && fail "a refused run trained"
+[ ! -e "$work/again.json" ] && [ ! -e "$work/behind.json" ] || fail "a refused run wrote its summary"
+[ "$(ls -lR --time-style=full-iso "$work/ckpt")" = "$before" ] || fail "a refused run changed $work/ckpt"
+
 # Resume from the checkpoint directory and train 4 more steps.
 "$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=12 \
   --resume "$work/ckpt" --summary-json "$work/resumed.json" >"$work/resumed.txt" 2>&1 \
   || { cat "$work/resumed.txt"; fail "resume exited $?"; }
 grep -q '"steps": 12' "$work/resumed.json" || fail "resumed run does not end at step 12"
 grep -q "step 1/12" "$work/resumed.txt" && fail "resumed run started again from step 1"
+
+# A truncated newest checkpoint: the resume passes over it, and when the
+# run comes back to its step it writes that step again, keeping the
+# damaged directory aside for inspection (not failing as "already exists").
+truncate -s -4 "$work/ckpt/step_00000012/shard-00000-of-00001.safetensors"
+"$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=16 \
+  --resume "$work/ckpt" --summary-json "$work/past_damage.json" >"$work/past_damage.txt" 2>&1 \
+  || { code=$?; cat "$work/past_damage.txt"; fail "resume past a truncated checkpoint: exit $code"; }
+grep -q '"steps": 16' "$work/past_damage.json" || fail "resume past damage does not end at step 16"
+[ -d "$work/ckpt/step_00000012.damaged-1" ] || fail "the damaged step 12 was not kept aside"
+[ -f "$work/ckpt/step_00000012/manifest.json" ] || fail "step 12 was not written again"
+
+# A bit flipped in the newest checkpoint (its sizes still match): the
+# resume says it passes over it and why, and from which checkpoint it goes on.
+python3 - "$work/ckpt/step_00000016/shard-00000-of-00001.safetensors" <<'EOF'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(-100, 2)
+    byte = f.read(1)[0]
+    f.seek(-1, 1)
+    f.write(bytes([byte ^ 0x10]))
+EOF
+"$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=20 \
+  --resume "$work/ckpt" --summary-json "$work/past_flip.json" >"$work/past_flip.txt" 2>&1 \
+  || { code=$?; cat "$work/past_flip.txt"; fail "resume past a flipped bit exited $code"; }
+grep -q '"steps": 20' "$work/past_flip.json" || fail "resume past a flipped bit does not end at step 20"
+grep -q "resume: passing over checkpoint $work/ckpt/step_00000016: .*CRC32C" "$work/past_flip.txt" \
+  || fail "the resume did not say it passed over step 16 and why"
+grep -q "resume: resuming from checkpoint $work/ckpt/step_00000012 (step 12)" "$work/past_flip.txt" \
+  || fail "the resume did not say it went on from step 12"
 
 # Bad input: exit 2, the problem named, no summary written.
 set +e

@@ -18,13 +18,16 @@
 #include "checkpoint/manifest.h"
 #include "common/error.h"
 #include "test_support/engine_error.h"
+#include "test_support/file_damage.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::flip_bit;
 using test_support::TempDir;
+using test_support::truncate_tail;
 using ::testing::HasSubstr;
 
 // The trainer-side data of one checkpoint, owning the tensor bytes.
@@ -153,8 +156,7 @@ TEST(CheckpointStoreTest, ManifestRecordsEverySizeAndChecksum) {
 TEST(CheckpointStoreTest, TruncatedDataFileIsRefused) {
   TempDir dir;
   const fs::path path = save_step(dir.path(), 10);
-  fs::resize_file(path / "optimizer.safetensors",
-                  fs::file_size(path / "optimizer.safetensors") - 4);
+  truncate_tail(path / "optimizer.safetensors");
   const std::string message = load_error(path);
   EXPECT_THAT(message, HasSubstr("file optimizer.safetensors has"));
   EXPECT_THAT(message, HasSubstr("(truncated or replaced)"));
@@ -164,14 +166,7 @@ TEST(CheckpointStoreTest, TruncatedDataFileIsRefused) {
 TEST(CheckpointStoreTest, FlippedByteIsRefusedByChecksum) {
   TempDir dir;
   const fs::path path = save_step(dir.path(), 10);
-  const fs::path model = path / "model.safetensors";
-  {
-    std::fstream file(model, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekg(-100, std::ios::end);
-    const char original = static_cast<char>(file.get());
-    file.seekp(-100, std::ios::end);
-    file.put(static_cast<char>(original ^ 0x10));
-  }
+  flip_bit(path / "model.safetensors");
   const std::string message = load_error(path);
   EXPECT_THAT(message, HasSubstr("checkpoint " + path.string() + ": file model.safetensors"));
   EXPECT_THAT(message, HasSubstr("(corrupt)"));
@@ -277,6 +272,54 @@ TEST(CheckpointStoreTest, SaveRefusesBadArguments) {
   }
   EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{1});
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"step_00000001"});
+}
+
+// A resume passes over a damaged newest checkpoint; when training comes
+// back to its step, that step must be written again (not refused as
+// "already exists"), and the damaged directory kept, under a name that no
+// listing, resume or retention takes for a checkpoint.
+TEST(CheckpointStoreTest, SavingADamagedStepAgainSetsTheDamagedOneAside) {
+  TempDir dir;
+  save_step(dir.path(), 1);
+  truncate_tail(save_step(dir.path(), 2) / "model.safetensors");
+  const fs::path bad_manifest = save_step(dir.path(), 3);
+  std::ofstream(bad_manifest / "manifest.json", std::ios::trunc) << "{\"format\":";
+  EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{1});
+
+  save_step(dir.path(), 2);
+  save_step(dir.path(), 3);
+  EXPECT_EQ(listed_steps(dir.path()), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(entries(dir.path()),
+            (std::vector<std::string>{"step_00000001", "step_00000002", "step_00000002.damaged-1",
+                                      "step_00000003", "step_00000003.damaged-1"}));
+  EXPECT_THAT(load_error(dir.path() / "step_00000002.damaged-1"), HasSubstr("truncated"));
+  EXPECT_EQ(load_checkpoint(dir.path() / "step_00000002").state, trainer_state(2));
+  retain_checkpoints(dir.path(), 1);
+  EXPECT_EQ(entries(dir.path()),
+            (std::vector<std::string>{"step_00000002.damaged-1", "step_00000003",
+                                      "step_00000003.damaged-1"}));
+}
+
+TEST(CheckpointStoreTest, SetAsideMovesOnlyWhatFailsToVerify) {
+  TempDir dir;
+  EXPECT_FALSE(set_aside_damaged_checkpoint(dir.path(), 5).has_value());  // absent
+  const fs::path path = save_step(dir.path(), 5);
+  EXPECT_FALSE(set_aside_damaged_checkpoint(dir.path(), 5).has_value());  // intact
+  EXPECT_THAT([&] { save_step(dir.path(), 5); },
+              ::testing::ThrowsMessage<EngineError>(HasSubstr("already exists")));
+  for (int k = 1; k <= 2; ++k) {  // a bit flip keeps its size: listed, but refused on load
+    flip_bit(path / "optimizer.safetensors");
+    EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{5});
+    const std::optional<SetAsideCheckpoint> aside = set_aside_damaged_checkpoint(dir.path(), 5);
+    ASSERT_TRUE(aside.has_value());
+    EXPECT_EQ(aside->path, dir.path() / ("step_00000005.damaged-" + std::to_string(k)));
+    EXPECT_THAT(aside->reason, HasSubstr("file optimizer.safetensors has CRC32C"));
+    EXPECT_TRUE(list_checkpoints(dir.path()).empty());
+    save_step(dir.path(), 5);
+  }
+  EXPECT_EQ(entries(dir.path()),
+            (std::vector<std::string>{"step_00000005", "step_00000005.damaged-1",
+                                      "step_00000005.damaged-2"}));
 }
 
 TEST(CheckpointStoreTest, StateOnlyCheckpointRoundTrips) {

@@ -1,15 +1,24 @@
 // Why: a resumed run must continue exactly as if it had never stopped (the
 // checkpoint carries every weight, moment and counter), find the newest
-// checkpoint in a run's directory, and refuse a checkpoint of another model.
+// checkpoint in a run's directory that verifies, and refuse a checkpoint of
+// another model.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint_store.h"
+#include "test_support/engine_error.h"
+#include "test_support/file_damage.h"
 #include "train_test_util.h"
 
 namespace mixtrain::train_test {
 namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 constexpr int64_t kHalf = 6;
 
@@ -75,6 +84,56 @@ TEST(TrainerResumeDirTest, RunDirectoryResumesFromItsNewestCheckpoint) {
   resumed.run();
   EXPECT_TRUE(same_bits(master_of(straight), master_of(resumed)));
   EXPECT_EQ(latest_checkpoint(dir)->step, 2 * kHalf);  // written again at the end
+}
+
+// A bit flip in the newest checkpoint (still listed: its sizes match) and a
+// truncated shard in the one before: the resume passes over both, saying
+// which and why, continues from the newest that verifies and ends bit for
+// bit where the straight run did, the damaged directories kept aside.
+TEST(TrainerResumeDirTest, PassesOverDamagedCheckpointsToTheNewestThatVerifies) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const std::filesystem::path dir = fresh_dir("run");
+  config::JobSpec spec = resume_spec(DType::kBF16, dir);
+  spec.checkpoint.every = 2;  // checkpoints at 2, 4, ..., 12; keep 3: 8, 10, 12
+  Trainer straight(*backend, spec);
+  straight.run();
+  const std::string shard = "shard-00000-of-00001.safetensors";
+  test_support::flip_bit(dir / checkpoint_dir_name(12) / shard);
+  test_support::truncate_tail(dir / checkpoint_dir_name(10) / shard);
+
+  TrainerOptions options;
+  options.resume_dir = dir;
+  std::vector<std::string> lines;
+  options.progress.on_log = [&lines](const std::string& line) { lines.push_back(line); };
+  Trainer resumed(*backend, spec, options);
+  EXPECT_EQ(resumed.step(), 8);
+  ASSERT_EQ(lines.size(), 3u);
+  const std::string passing_over = "resume: passing over checkpoint ";
+  EXPECT_THAT(lines[0], StartsWith(passing_over + (dir / checkpoint_dir_name(12)).string()));
+  EXPECT_THAT(lines[0], HasSubstr("has CRC32C"));
+  EXPECT_THAT(lines[1], StartsWith(passing_over + (dir / checkpoint_dir_name(10)).string()));
+  EXPECT_THAT(lines[1], HasSubstr("(truncated or replaced)"));
+  EXPECT_EQ(lines[2], "resume: resuming from checkpoint " +
+                          (dir / checkpoint_dir_name(8)).string() + " (step 8)");
+  resumed.run();
+  EXPECT_TRUE(same_bits(master_of(straight), master_of(resumed)));
+  for (int64_t step : {10, 12}) {
+    EXPECT_TRUE(std::filesystem::is_directory(dir / (checkpoint_dir_name(step) + ".damaged-1")))
+        << step;
+  }
+  EXPECT_EQ(latest_checkpoint(dir)->step, 12);
+}
+
+TEST(TrainerResumeDirTest, RefusesARunDirectoryWhoseCheckpointsAllFailToVerify) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  const std::filesystem::path dir = fresh_dir("run");
+  Trainer(*backend, tiny_spec(DType::kF32, 2, dir)).run();
+  test_support::flip_bit(dir / checkpoint_dir_name(2) / "shard-00000-of-00001.safetensors");
+  TrainerOptions options;
+  options.resume_dir = dir;
+  EXPECT_TRUE(test_support::throws_invalid_argument(
+      [&] { Trainer(*backend, tiny_spec(DType::kF32, 4, dir), options); },
+      {"no checkpoint in " + dir.string() + " verifies", "step_00000002", "has CRC32C"}));
 }
 
 TEST(TrainerResumeDirTest, RefusesACheckpointOfAnotherModelShape) {

@@ -25,6 +25,7 @@ namespace {
 
 constexpr std::string_view kStepPrefix = "step_";
 constexpr std::string_view kTemporaryInfix = ".tmp-";
+constexpr std::string_view kDamagedInfix = ".damaged-";
 
 [[noreturn]] void throw_io_error(const std::string& what, const fs::path& path,
                                  const std::error_code& error) {
@@ -137,6 +138,7 @@ fs::path begin_checkpoint(const fs::path& dir, int64_t step) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw_io_error("cannot create checkpoint directory", dir, error);
+  set_aside_damaged_checkpoint(dir, step);
   const fs::path final_path = dir / checkpoint_dir_name(step);
   MIXTRAIN_CHECK_ARG(!fs::exists(final_path, error),
                      "begin_checkpoint: " + final_path.string() + " already exists");
@@ -192,25 +194,32 @@ void abort_checkpoint(const fs::path& temporary) noexcept {
   fs::remove_all(temporary, ignored);
 }
 
-std::vector<CheckpointInfo> list_checkpoints(const fs::path& dir) {
+std::vector<CheckpointInfo> list_checkpoint_dirs(const fs::path& dir) {
   std::vector<CheckpointInfo> found;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const std::optional<int64_t> step = parse_step_dir_name(it->path().filename().string());
     std::error_code type_error;  // its own, so a failed stat cannot end the iteration
-    if (!step || !it->is_directory(type_error)) continue;
+    if (step && it->is_directory(type_error)) found.push_back(CheckpointInfo{*step, it->path()});
+  }
+  std::sort(found.begin(), found.end(),
+            [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
+  return found;
+}
+
+std::vector<CheckpointInfo> list_checkpoints(const fs::path& dir) {
+  std::vector<CheckpointInfo> complete;
+  for (const CheckpointInfo& candidate : list_checkpoint_dirs(dir)) {
     try {
-      const CheckpointManifest manifest = read_manifest(it->path());
-      if (manifest.step == *step && mismatched_file(it->path(), manifest) == nullptr) {
-        found.push_back(CheckpointInfo{*step, it->path()});
+      const CheckpointManifest manifest = read_manifest(candidate.path);
+      if (manifest.step == candidate.step && mismatched_file(candidate.path, manifest) == nullptr) {
+        complete.push_back(candidate);
       }
     } catch (const EngineError&) {
       // No readable, valid manifest: not a complete checkpoint.
     }
   }
-  std::sort(found.begin(), found.end(),
-            [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
-  return found;
+  return complete;
 }
 
 std::optional<CheckpointInfo> latest_checkpoint(const fs::path& dir) {
@@ -245,6 +254,33 @@ LoadedCheckpoint load_checkpoint(const fs::path& path) {
     loaded.files.emplace(expected.name, SafetensorsFile(std::move(file)));
   }
   return loaded;
+}
+
+std::optional<std::string> checkpoint_damage(const fs::path& path) {
+  try {
+    load_checkpoint(path);
+    return std::nullopt;
+  } catch (const EngineError& refused) {
+    if (refused.code() != ErrorCode::kInvalidArgument) throw;
+    return refused.what();
+  }
+}
+
+std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const fs::path& dir, int64_t step) {
+  const fs::path path = dir / checkpoint_dir_name(step);
+  std::error_code error;
+  if (!fs::exists(fs::symlink_status(path, error))) return std::nullopt;
+  const std::optional<std::string> reason = checkpoint_damage(path);
+  if (!reason) return std::nullopt;
+  const auto damaged_name = [&](int k) {
+    return dir / (checkpoint_dir_name(step) + std::string(kDamagedInfix) + std::to_string(k));
+  };
+  int k = 1;
+  fs::path aside = damaged_name(k);
+  while (fs::exists(fs::symlink_status(aside, error))) aside = damaged_name(++k);
+  rename_or_throw(path, aside);
+  fsync_directory(dir);
+  return SetAsideCheckpoint{aside, *reason};
 }
 
 bool remove_checkpoint(const fs::path& dir, int64_t step) {

@@ -5,7 +5,9 @@
 // file's size and CRC32C. It is built in DIR/step_00000500.tmp-<pid>/ (pid:
 // the process that owns the build), whose files and directory are fsynced,
 // then renamed into place and the parent fsynced. A directory without a
-// valid manifest is never used. The data files may come from several
+// valid manifest is never used; one whose files do not verify is moved
+// aside (DIR/step_00000500.damaged-<k>, kept for inspection) before its
+// step is written again. The data files may come from several
 // processes (the ranks of a job, each writing its own shard): the builder
 // API below is the one way checkpoints are written, save_checkpoint is it
 // used by one process.
@@ -76,9 +78,10 @@ std::filesystem::path checkpoint_temporary_dir(const std::filesystem::path& dir,
 
 // Creates `dir` if missing and the empty temporary directory in which this
 // process builds checkpoint `step` (replacing one an earlier failed attempt
-// of this process left), and returns its path. Throws
-// EngineError(kInvalidArgument) for a negative step or a step that already
-// exists, kInternal for I/O errors.
+// of this process left), and returns its path. A directory of that step
+// that does not verify is first set aside (set_aside_damaged_checkpoint).
+// Throws EngineError(kInvalidArgument) for a negative step or a step that
+// already exists and verifies, kInternal for I/O errors.
 std::filesystem::path begin_checkpoint(const std::filesystem::path& dir, int64_t step);
 
 // Writes the data file `name` (see is_valid_data_file_name) into the
@@ -106,10 +109,15 @@ std::filesystem::path commit_checkpoint(const std::filesystem::path& temporary, 
 // after a failed write or commit. Never throws.
 void abort_checkpoint(const std::filesystem::path& temporary) noexcept;
 
-// The complete checkpoints in `dir`, oldest step first: directories named
-// checkpoint_dir_name(step) whose manifest is valid, names that step, and
-// lists files that exist with their recorded sizes (checksums are checked
-// by load_checkpoint). Anything else is ignored. Empty if `dir` is absent.
+// Every directory in `dir` named checkpoint_dir_name(step), complete or
+// not, oldest step first: what a resume may try, newest first. Anything
+// else (temporary and set-aside names) is ignored. Empty if `dir` is absent.
+std::vector<CheckpointInfo> list_checkpoint_dirs(const std::filesystem::path& dir);
+
+// The complete checkpoints in `dir`, oldest step first: those of
+// list_checkpoint_dirs whose manifest is valid, names that step, and lists
+// files that exist with their recorded sizes (checksums are checked by
+// load_checkpoint). Empty if `dir` is absent.
 std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& dir);
 
 // The newest complete checkpoint in `dir`, if any.
@@ -121,6 +129,26 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::filesystem::path& dir
 // the checkpoint and the file for a missing, truncated, corrupt or
 // malformed file or manifest.
 LoadedCheckpoint load_checkpoint(const std::filesystem::path& path);
+
+// Why load_checkpoint refuses the checkpoint directory `path` (a missing,
+// truncated or corrupt file, a bad manifest): its message; nullopt when
+// `path` verifies. Other errors (kInternal) propagate.
+std::optional<std::string> checkpoint_damage(const std::filesystem::path& path);
+
+// A checkpoint directory that did not verify, moved aside.
+struct SetAsideCheckpoint {
+  std::filesystem::path path;  // where it lies now: DIR/step_00000500.damaged-<k>
+  std::string reason;          // why load_checkpoint refused it
+};
+
+// If DIR/checkpoint_dir_name(step) is there but load_checkpoint refuses it
+// (a missing, truncated or corrupt file, a bad manifest), renames it to
+// DIR/step_00000500.damaged-<k>, k the first of 1, 2, ... not taken, and
+// returns where and why. Such names are never listed, pruned or reused:
+// they stay for inspection. nullopt when the step is absent or verifies.
+// Throws EngineError(kInternal) on I/O error.
+std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const std::filesystem::path& dir,
+                                                               int64_t step);
 
 // Removes checkpoint `step` of `dir` if it is there: renamed to a
 // temporary name first, so a crash mid-removal leaves only a stale

@@ -22,6 +22,13 @@ namespace {
   throw EngineError(code, what + " " + path.string() + ": " + std::strerror(error));
 }
 
+// The file at `path` open read-only; throws kInvalidArgument naming it.
+UniqueFd open_for_reading(const std::filesystem::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) throw_system_error(ErrorCode::kInvalidArgument, "cannot open", path, errno);
+  return fd;
+}
+
 }  // namespace
 
 FileWriter::FileWriter(std::filesystem::path path) : path_(std::move(path)) {
@@ -55,26 +62,19 @@ void FileWriter::sync_and_close() {
   if (::close(fd) != 0) throw_system_error(ErrorCode::kInternal, "cannot close", path_, errno);
 }
 
-MappedFile::MappedFile(std::filesystem::path path) : path_(std::move(path)) {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_system_error(ErrorCode::kInvalidArgument, "cannot open", path_, errno);
+MappedFile::MappedFile(std::filesystem::path path) : MappedFile(path, open_for_reading(path)) {}
+
+MappedFile::MappedFile(std::filesystem::path path, UniqueFd fd) : path_(std::move(path)) {
   struct stat status {};
-  if (::fstat(fd, &status) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw_system_error(ErrorCode::kInternal, "cannot stat", path_, error);
+  if (::fstat(fd.get(), &status) != 0) {
+    throw_system_error(ErrorCode::kInternal, "cannot stat", path_, errno);
   }
   size_ = static_cast<size_t>(status.st_size);
   if (size_ > 0) {
-    void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      const int error = errno;
-      ::close(fd);
-      throw_system_error(ErrorCode::kInternal, "cannot map", path_, error);
-    }
+    void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (mapping == MAP_FAILED) throw_system_error(ErrorCode::kInternal, "cannot map", path_, errno);
     data_ = static_cast<const std::byte*>(mapping);
   }
-  ::close(fd);
 }
 
 MappedFile::~MappedFile() {

@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 
+#include "common/unique_fd.h"
+
 namespace mixtrain {
 
 // A new file written sequentially; counts the bytes and their CRC32C as
@@ -47,6 +49,9 @@ class MappedFile {
   // Maps `path`. Throws EngineError(kInvalidArgument) naming the path if it
   // cannot be opened, kInternal if it cannot be mapped.
   explicit MappedFile(std::filesystem::path path);
+  // Maps the file open as `fd` (read-only), named `path` in messages.
+  // Throws EngineError(kInternal) naming the path if it cannot be mapped.
+  MappedFile(std::filesystem::path path, UniqueFd fd);
   ~MappedFile();
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;

@@ -106,11 +106,6 @@ std::string format_seconds(std::chrono::milliseconds duration) {
   return text;
 }
 
-void UniqueFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 UniqueFd connect_tcp(const std::string& host, int port, SteadyTime deadline) {
   std::string last_error = "timed out";
   for (;;) {

@@ -1,13 +1,15 @@
 // Why: the TCP store's server and client share these few socket helpers:
-// an owned descriptor, connecting with retry, listening on a free port, and
-// length-prefixed frames read and written against a deadline. Writes never
-// raise SIGPIPE, so a peer that vanishes is an error value, not a crash.
+// connecting with retry, listening on a free port, and length-prefixed
+// frames read and written against a deadline. Writes never raise SIGPIPE,
+// so a peer that vanishes is an error value, not a crash.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "common/unique_fd.h"
 
 namespace mixtrain {
 
@@ -17,34 +19,6 @@ inline constexpr SteadyTime kNoDeadline = SteadyTime::max();
 
 // "5", "0.25": a duration in seconds, for error messages.
 std::string format_seconds(std::chrono::milliseconds duration);
-
-// An owned file descriptor, closed on destruction. -1 is "none".
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = other.release();
-    }
-    return *this;
-  }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
 
 // Connects to host:port (TCP_NODELAY), retrying while nothing listens there
 // yet, until `deadline`. Throws EngineError(kUnavailable) naming host:port

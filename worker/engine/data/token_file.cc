@@ -3,7 +3,6 @@
 // files of hundreds of MB are read in chunks without a second full copy.
 #include "data/token_file.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/contained_open.h"
 #include "common/error.h"
 
 namespace mixtrain {
@@ -31,17 +31,15 @@ int32_t little_endian_int32(const unsigned char* bytes) {
 // An open, regular file; closes itself.
 class ReadOnlyFile {
  public:
-  explicit ReadOnlyFile(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  ReadOnlyFile(const std::string& path, const std::optional<std::filesystem::path>& data_root)
+      : path_(path), fd_(open_input_file(path, data_root)) {
     struct stat info {};
-    if (::fstat(fd_, &info) != 0) fail(path, std::string("cannot stat: ") + std::strerror(errno));
+    if (::fstat(fd_.get(), &info) != 0) {
+      fail(path, std::string("cannot stat: ") + std::strerror(errno));
+    }
     if (S_ISDIR(info.st_mode)) fail(path, "is a directory, not a file");
     size_ = static_cast<uint64_t>(info.st_size);
   }
-  ~ReadOnlyFile() { ::close(fd_); }
-  ReadOnlyFile(const ReadOnlyFile&) = delete;
-  ReadOnlyFile& operator=(const ReadOnlyFile&) = delete;
 
   uint64_t size() const { return size_; }
 
@@ -51,7 +49,7 @@ class ReadOnlyFile {
     unsigned char bytes[sizeof(int32_t)] = {};
     ssize_t got;
     do {
-      got = ::pread(fd_, bytes, sizeof(bytes), 0);
+      got = ::pread(fd_.get(), bytes, sizeof(bytes), 0);
     } while (got < 0 && errno == EINTR);
     if (got < 0) fail(path_, std::string("read failed: ") + std::strerror(errno));
     return got == sizeof(bytes) && little_endian_int32(bytes) == kLlmcTokenFileMagic;
@@ -62,7 +60,7 @@ class ReadOnlyFile {
   void read_exactly(void* out, size_t bytes) {
     auto* cursor = static_cast<char*>(out);
     while (bytes > 0) {
-      const ssize_t got = ::read(fd_, cursor, bytes);
+      const ssize_t got = ::read(fd_.get(), cursor, bytes);
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) fail(path_, std::string("read failed: ") + std::strerror(errno));
       if (got == 0) fail(path_, "file ended early while reading (modified during load?)");
@@ -73,7 +71,7 @@ class ReadOnlyFile {
 
  private:
   std::string path_;
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t size_ = 0;
 };
 
@@ -121,8 +119,9 @@ TokenBuffer read_tokens(ReadOnlyFile& file, const std::string& path,
 
 }  // namespace
 
-TokenBuffer load_token_file(const std::string& path, config::DataFormat format) {
-  ReadOnlyFile file(path);
+TokenBuffer load_token_file(const std::string& path, config::DataFormat format,
+                            const std::optional<std::filesystem::path>& data_root) {
+  ReadOnlyFile file(path, data_root);
   if (file.size() == 0) fail(path, "file is empty");
   const bool is_token_file = format == config::DataFormat::kTokens ||
                              (format == config::DataFormat::kAuto && file.starts_with_llmc_magic());

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +24,14 @@ inline constexpr int32_t kLlmcTokenFileVersion = 1;
 inline constexpr int kLlmcHeaderInts = 256;
 inline constexpr size_t kLlmcHeaderBytes = kLlmcHeaderInts * sizeof(int32_t);
 
-// Reads the corpus at `path`. Throws EngineError(kInvalidArgument) naming
-// the path when the file is missing, unreadable, a directory, empty, or
-// (tokens format) has a bad magic, an unsupported version, or a token count
-// that does not match the file size. Token values are not checked against
-// any vocabulary here (see load_token_source). Memory: 2 bytes per token.
-TokenBuffer load_token_file(const std::string& path, config::DataFormat format);
+// Reads the corpus at `path`, opened with open_input_file beneath
+// `data_root` when one is given (common/contained_open.h). Throws
+// EngineError(kInvalidArgument) naming the path when the file is missing,
+// unreadable, outside the data root, a directory, empty, or (tokens
+// format) has a bad magic, an unsupported version, or a token count that
+// does not match the file size. Token values are not checked against any
+// vocabulary here (see load_token_source). Memory: 2 bytes per token.
+TokenBuffer load_token_file(const std::string& path, config::DataFormat format,
+                            const std::optional<std::filesystem::path>& data_root = std::nullopt);
 
 }  // namespace mixtrain

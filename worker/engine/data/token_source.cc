@@ -36,12 +36,14 @@ void check_tokens_fit_vocab(const TokenBuffer& tokens, int64_t vocab_size,
 }
 
 TokenBuffer load_token_source(const std::string& source, config::DataFormat format,
-                              int64_t vocab_size) {
+                              int64_t vocab_size,
+                              const std::optional<std::filesystem::path>& data_root) {
   MIXTRAIN_CHECK_ARG(vocab_size > 0 && vocab_size <= 65536,
                      "model vocab " + std::to_string(vocab_size) +
                          " is outside 1..65536 (tokens are stored as uint16)");
-  TokenBuffer tokens = source.starts_with(kBuiltinPrefix) ? load_builtin(source, format)
-                                                          : load_token_file(source, format);
+  TokenBuffer tokens = source.starts_with(kBuiltinPrefix)
+                           ? load_builtin(source, format)
+                           : load_token_file(source, format, data_root);
   check_tokens_fit_vocab(tokens, vocab_size, source);
   return tokens;
 }

@@ -45,18 +45,19 @@ TrainValTokens split_train_val(TokenBuffer tokens, double val_fraction, int64_t 
   return {std::make_shared<const TokenBuffer>(std::move(tokens)), std::move(val)};
 }
 
-TrainValTokens load_train_val(const config::DataSpec& spec, int64_t vocab_size, int64_t seq_len) {
+TrainValTokens load_train_val(const config::DataSpec& spec, int64_t vocab_size, int64_t seq_len,
+                              const std::optional<std::filesystem::path>& data_root) {
   MIXTRAIN_CHECK_ARG(seq_len >= 1, "seq_len " + std::to_string(seq_len) + " must be at least 1");
   MIXTRAIN_CHECK_ARG(!spec.train.empty(), "data.train is required");
   MIXTRAIN_CHECK_ARG(!spec.val || !spec.val_fraction,
                      "give data.val or data.val_fraction, not both");
-  TokenBuffer train = load_token_source(spec.train, spec.format, vocab_size);
+  TokenBuffer train = load_token_source(spec.train, spec.format, vocab_size, data_root);
   if (!spec.val) {
     return split_train_val(std::move(train), config::effective_val_fraction(spec), seq_len,
                            spec.train);
   }
   check_holds_a_window(train.size(), seq_len, "data source '" + spec.train + "'");
-  TokenBuffer val = load_token_source(*spec.val, spec.format, vocab_size);
+  TokenBuffer val = load_token_source(*spec.val, spec.format, vocab_size, data_root);
   check_holds_a_window(val.size(), seq_len, "data source '" + *spec.val + "'");
   return {std::make_shared<const TokenBuffer>(std::move(train)),
           std::make_shared<const TokenBuffer>(std::move(val))};

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/job_spec.h"
@@ -26,12 +28,14 @@ struct TrainValTokens {
 TrainValTokens split_train_val(TokenBuffer tokens, double val_fraction, int64_t seq_len,
                                const std::string& source);
 
-// Loads the job spec's `data` section with load_token_source: train and the
-// separate val file, or train split by effective_val_fraction (0.1 when
-// neither is given). Throws EngineError(kInvalidArgument) for any loading
-// error, when both val and val_fraction are given, when val_fraction is
-// outside (0, 1), or when a part holds fewer than seq_len + 1 tokens
-// (naming the source). Requires seq_len >= 1.
-TrainValTokens load_train_val(const config::DataSpec& spec, int64_t vocab_size, int64_t seq_len);
+// Loads the job spec's `data` section with load_token_source (files opened
+// beneath `data_root` when one is given): train and the separate val file,
+// or train split by effective_val_fraction (0.1 when neither is given).
+// Throws EngineError(kInvalidArgument) for any loading error, when both val
+// and val_fraction are given, when val_fraction is outside (0, 1), or when
+// a part holds fewer than seq_len + 1 tokens (naming the source). Requires
+// seq_len >= 1.
+TrainValTokens load_train_val(const config::DataSpec& spec, int64_t vocab_size, int64_t seq_len,
+                              const std::optional<std::filesystem::path>& data_root = std::nullopt);
 
 }  // namespace mixtrain

@@ -8,6 +8,7 @@
 
 #include "checkpoint/file_io.h"
 #include "checkpoint/safetensors.h"
+#include "common/contained_open.h"
 #include "common/error.h"
 #include "model/parameter_layout.h"
 #include "numerics/convert.h"
@@ -181,9 +182,10 @@ void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& c
 }
 
 std::vector<float> import_hf_safetensors(const std::filesystem::path& file,
-                                         const GptConfig& expected) {
+                                         const GptConfig& expected,
+                                         const std::optional<std::filesystem::path>& data_root) {
   const ParameterLayout layout(expected);
-  const SafetensorsFile input = SafetensorsFile::open(file);
+  const SafetensorsFile input(MappedFile(file, open_input_file(file, data_root)));
   const bool prefixed = has_transformer_prefix(input);
   // The name that our parameter `info` has in the file.
   const auto name_in_file = [prefixed](const ParameterInfo& info) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,8 +59,11 @@ void export_hf_safetensors(const std::filesystem::path& file, const GptConfig& c
 // conventions, and naming the file and the tensor (as the file names it)
 // for a missing tensor, a tensor of another shape or dtype (naming the
 // config key whose value would fit), or an unknown extra tensor; and as
-// SafetensorsFile::open for an unreadable file.
-std::vector<float> import_hf_safetensors(const std::filesystem::path& file,
-                                         const GptConfig& expected);
+// SafetensorsFile::open for an unreadable file. The file is opened with
+// open_input_file beneath `data_root` when one is given, and refused
+// (naming it) when it lies outside (common/contained_open.h).
+std::vector<float> import_hf_safetensors(
+    const std::filesystem::path& file, const GptConfig& expected,
+    const std::optional<std::filesystem::path>& data_root = std::nullopt);
 
 }  // namespace mixtrain

@@ -79,7 +79,7 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
       checkpoint_dir_(options_.checkpoint_dir.value_or(config::effective_checkpoint_dir(spec_))),
       gpt_(backend_, gpt_config(spec_.model), spec_.precision.compute,
            options_.grads_fp32 ? DType::kF32 : spec_.precision.compute, world_size(options_.comm)),
-      data_(load_train_val(spec_.data, spec_.model.vocab, spec_.model.seq_len)),
+      data_(load_train_val(spec_.data, spec_.model.vocab, spec_.model.seq_len, options_.data_root)),
       sampler_(data_.train, sampler_config(spec_, options_.comm)),
       lr_schedule_(lr_config(spec_.train)),
       scaler_(loss_scaler_config(spec_.precision)),
@@ -106,7 +106,8 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
   } else {
     const std::vector<float> initial =
         spec_.model.init_from
-            ? padded_weights(layout, import_hf_safetensors(*spec_.model.init_from, gpt_.config()))
+            ? padded_weights(layout, import_hf_safetensors(*spec_.model.init_from, gpt_.config(),
+                                                           options_.data_root))
             : gpt2_init(layout, gpt_.config(), static_cast<uint64_t>(spec_.train.seed));
     zero_.load(ZeroEngine::State::kMaster, initial);
     zero_.refresh_weights();
@@ -114,6 +115,10 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::log(const std::string& line) const {
+  if (options_.progress.on_log) options_.progress.on_log(line);
+}
 
 TrainSummary Trainer::run() {
   const int64_t total = spec_.train.steps;

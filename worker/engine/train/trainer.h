@@ -53,13 +53,18 @@ struct TrainerOptions {
   // Where checkpoints go; unset: effective_checkpoint_dir(spec).
   std::optional<std::filesystem::path> checkpoint_dir;
   // Resume from this checkpoint directory (one holding manifest.json), or
-  // from the newest complete checkpoint in this directory of checkpoints.
+  // from the newest checkpoint in this directory of checkpoints that
+  // verifies (open_resume_checkpoint: damaged newer ones are passed over).
   std::optional<std::filesystem::path> resume_dir;
   // The attempt writing checkpoints, for a job the coordinator may restart
   // while a superseded rank still runs: >= 1 commits and prunes only while
   // no newer attempt claimed checkpoint_dir (checkpoint_fence.h); 0: no
   // fencing (one `mixtrain train` run).
   int64_t checkpoint_epoch = 0;
+  // The directory the job's input files (data, model.init_from) must lie
+  // beneath, checked when each is opened (common/contained_open.h; relative
+  // paths resolve there); unset: they are opened as the spec names them.
+  std::optional<std::filesystem::path> data_root;
   // This rank's communicator; null: one rank. Must outlive the trainer.
   Communicator* comm = nullptr;
   TrainerProgress progress;
@@ -75,8 +80,9 @@ class Trainer {
   // gpt2_init(train.seed). Throws EngineError(kInvalidArgument) for an
   // invalid spec, a spec this backend cannot run (CPU offload on a GPU
   // backend), an init_from file that does not fit the model, data
-  // errors, no checkpoint in resume_dir, or a checkpoint written for another
-  // model shape or compute dtype (naming both).
+  // errors, a data or init_from file outside options.data_root, no
+  // checkpoint in resume_dir that verifies, or a checkpoint written for
+  // another model shape or compute dtype (naming both).
   Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -134,7 +140,12 @@ class Trainer {
   std::vector<CheckpointWords> agree_on_checkpoint(const std::string& what, bool active,
                                                    const std::function<CheckpointWords()>& work);
   void write_checkpoint();
+  // Restores the checkpoint that open_resume_checkpoint finds in
+  // `resume_dir`, logging each damaged one it passes over and the one used.
   void restore_checkpoint(const std::filesystem::path& resume_dir);
+
+  // Hands `line` to options_.progress.on_log, if set.
+  void log(const std::string& line) const;
 
   Backend& backend_;
   config::JobSpec spec_;

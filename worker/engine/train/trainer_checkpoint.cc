@@ -95,6 +95,13 @@ void Trainer::write_checkpoint() {
       agree_on_checkpoint("begin the checkpoint", leader, [&] {
         const int64_t epoch = options_.checkpoint_epoch;
         check_checkpoint_epoch(checkpoint_dir_, epoch, "begin a checkpoint");
+        // One of this step that a resume skipped as damaged is kept aside.
+        const std::optional<SetAsideCheckpoint> aside =
+            set_aside_damaged_checkpoint(checkpoint_dir_, state_.step);
+        if (aside) {
+          log("moved the damaged checkpoint of step " + std::to_string(state_.step) + " aside to " +
+              aside->path.string() + ": " + aside->reason);
+        }
         // This attempt never wrote this step: one already there was written
         // by a superseded attempt, and is replaced.
         if (epoch > 0) remove_checkpoint(checkpoint_dir_, state_.step);
@@ -136,7 +143,12 @@ void Trainer::write_checkpoint() {
 }
 
 void Trainer::restore_checkpoint(const std::filesystem::path& resume_dir) {
-  const TrainerCheckpoint checkpoint = open_trainer_checkpoint(resume_dir);
+  const TrainerCheckpoint checkpoint = open_resume_checkpoint(
+      resume_dir, [this](const std::filesystem::path& skipped, const std::string& reason) {
+        log("resume: passing over checkpoint " + skipped.string() + ": " + reason);
+      });
+  log("resume: resuming from checkpoint " + checkpoint.path.string() + " (step " +
+      std::to_string(checkpoint.state.step) + ")");
   const std::string source = checkpoint.path.string();
   const TrainerState& restored = checkpoint.state;
   check_resumable(restored, gpt_.config(), spec_.precision.compute, source);

@@ -10,12 +10,34 @@
 
 namespace mixtrain {
 
+namespace {
+
+// "no complete checkpoint in PATH (...)": `path` holds no checkpoint at all.
+std::string no_checkpoint_in(const std::filesystem::path& path) {
+  return "no complete checkpoint in " + path.string() +
+         " (expected a step_NNNNNNNN directory with " + std::string(kManifestFileName) +
+         ", or one itself)";
+}
+
+bool holds_manifest(const std::filesystem::path& path) {
+  return std::filesystem::exists(path / kManifestFileName);
+}
+
+// Opens the checkpoint directory `checkpoint` (see open_trainer_checkpoint).
+TrainerCheckpoint open_checkpoint_directory(const std::filesystem::path& checkpoint) {
+  LoadedCheckpoint loaded = load_checkpoint(checkpoint);
+  TrainerState state = trainer_state_from_json(loaded.state, checkpoint.string());
+  const int64_t total = ParameterLayout(state.model).param_count();
+  return TrainerCheckpoint{checkpoint, std::move(state),
+                           ShardedVector(checkpoint, std::move(loaded.files), total)};
+}
+
+}  // namespace
+
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
-  if (std::filesystem::exists(path / kManifestFileName)) return path;
+  if (holds_manifest(path)) return path;
   const std::optional<CheckpointInfo> latest = latest_checkpoint(path);
-  MIXTRAIN_CHECK_ARG(latest.has_value(), "no complete checkpoint in " + path.string() +
-                                             " (expected a step_NNNNNNNN directory with " +
-                                             std::string(kManifestFileName) + ", or one itself)");
+  MIXTRAIN_CHECK_ARG(latest.has_value(), no_checkpoint_in(path));
   return latest->path;
 }
 
@@ -35,12 +57,26 @@ std::vector<FlatRun> plain_runs(const ParameterLayout& padded, const ZeroPartiti
 }
 
 TrainerCheckpoint open_trainer_checkpoint(const std::filesystem::path& path) {
-  const std::filesystem::path resolved = resolve_checkpoint(path);
-  LoadedCheckpoint checkpoint = load_checkpoint(resolved);
-  TrainerState state = trainer_state_from_json(checkpoint.state, resolved.string());
-  const int64_t total = ParameterLayout(state.model).param_count();
-  return TrainerCheckpoint{resolved, std::move(state),
-                           ShardedVector(resolved, std::move(checkpoint.files), total)};
+  return open_checkpoint_directory(resolve_checkpoint(path));
+}
+
+TrainerCheckpoint open_resume_checkpoint(const std::filesystem::path& path,
+                                         const SkippedCheckpointFn& skipped) {
+  if (holds_manifest(path)) return open_checkpoint_directory(path);
+  const std::vector<CheckpointInfo> candidates = list_checkpoint_dirs(path);
+  MIXTRAIN_CHECK_ARG(!candidates.empty(), no_checkpoint_in(path));
+  std::string reasons;
+  for (auto candidate = candidates.rbegin(); candidate != candidates.rend(); ++candidate) {
+    try {
+      return open_checkpoint_directory(candidate->path);
+    } catch (const EngineError& refused) {
+      if (refused.code() != ErrorCode::kInvalidArgument) throw;
+      skipped(candidate->path, refused.what());
+      reasons += std::string("; ") + refused.what();
+    }
+  }
+  throw EngineError(ErrorCode::kInvalidArgument,
+                    "no checkpoint in " + path.string() + " verifies" + reasons);
 }
 
 CheckpointWeights load_checkpoint_weights(const std::filesystem::path& path) {

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "checkpoint/sharded_vector.h"
@@ -47,6 +49,21 @@ struct TrainerCheckpoint {
 // EngineError(kInvalidArgument) naming the checkpoint and the file that is
 // missing, corrupt or malformed.
 TrainerCheckpoint open_trainer_checkpoint(const std::filesystem::path& path);
+
+// Told of each checkpoint a resume passes over: its directory and why it
+// does not verify.
+using SkippedCheckpointFn =
+    std::function<void(const std::filesystem::path& checkpoint, const std::string& reason)>;
+
+// The checkpoint a run resumes from, opened as open_trainer_checkpoint does:
+// `path` itself when it holds a manifest (refused if it does not verify),
+// else the newest checkpoint directory in the run directory `path` that
+// verifies, every file's checksum included; each newer one that does not
+// is passed to `skipped`. Throws EngineError(kInvalidArgument) naming `path`
+// when it holds no checkpoint directory, or none that verifies (with each
+// one's reason).
+TrainerCheckpoint open_resume_checkpoint(const std::filesystem::path& path,
+                                         const SkippedCheckpointFn& skipped);
 
 // A trained model as a checkpoint holds it: its shape and fp32 weights.
 struct CheckpointWeights {

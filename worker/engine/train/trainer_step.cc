@@ -46,8 +46,7 @@ StepProgress Trainer::train_step() {
     (check.is_nan ? state_.nan_events : state_.inf_events) += 1;
     progress.nonfinite_kind = check.is_nan ? "nan" : "inf";
     progress.nonfinite_where = std::isfinite(progress.loss) ? "grads" : "loss";
-    if (options_.progress.on_log)
-      options_.progress.on_log(describe_overflow(step_number, parameter_names_, check, decision));
+    log(describe_overflow(step_number, parameter_names_, check, decision));
   } else {
     const GradClip clipped = clip(scale);
     progress.grad_norm = clipped.norm;
