@@ -13,6 +13,7 @@ namespace {
 // it passes, so callers retry; anything else is INTERNAL.
 absl::Status sqlite_error(sqlite3* db, std::string_view sql) {
   constexpr size_t kShown = 48;
+  sql.remove_prefix(std::min(sql.find_first_not_of(" \n"), sql.size()));
   std::string what(sql.substr(0, std::min(sql.find('\n'), kShown)));
   if (what.size() < sql.size()) what += "...";
   const std::string message = what + ": " + sqlite3_errmsg(db);

@@ -5,8 +5,10 @@
 #include "job_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -190,6 +192,25 @@ TEST_F(JobStoreTest, ReopenedStoreSeesEverything) {
   ASSERT_EQ(store->logs(id)->size(), 1u);
   EXPECT_EQ(store->logs(id)->front().text, "step 1");
   move(*store, id, v1::JOB_STATE_FAILED);
+}
+
+// Issue 13: a full disk at start printed the whole schema SQL before the
+// real error. A file size limit makes SQLite's writes fail as on a full
+// disk (EFBIG, with SIGXFSZ ignored, which SQLite calls an I/O error); the
+// error names the statement by its start and says what happened.
+TEST_F(JobStoreTest, AFullDiskAtOpenIsReportedWithoutTheSchema) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const sighandler_t previous = signal(SIGXFSZ, SIG_IGN);
+  rlimit tiny = saved;
+  tiny.rlim_cur = 6000;  // the pragmas fit, the schema does not
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  const absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::open(dir_.path("full.db"));
+  setrlimit(RLIMIT_FSIZE, &saved);
+  signal(SIGXFSZ, previous);
+  ASSERT_FALSE(store.ok());
+  const std::string message(store.status().message());
+  EXPECT_EQ(message, "CREATE TABLE IF NOT EXISTS jobs(...: disk I/O error");
 }
 
 // Issue 13: a database file deleted (or replaced) under a running
