@@ -11,10 +11,12 @@
 # Environment: MIXTRAIN_CMAKE_ARGS adds configure arguments (for example
 # -DGTest_DIR=... or -DCMAKE_CUDA_ARCHITECTURES=90); BUILD_DIR overrides
 # build-gpu; JOBS overrides the build parallelism.
-# Missing GoogleTest does not stop the run: the tests are switched off and
-# summary.txt says so loudly (without Google Benchmark only convert_bench is
-# left out, by CMake itself).
-# Exit status: 0 when the build, every test and the CUDA parity cases passed.
+# It refuses at once, before building anything, on a machine where
+# nvidia-smi lists no GPU, and fails when GoogleTest is missing (a run
+# without the CUDA parity suite proves nothing). Without Google Benchmark
+# only convert_bench is left out, by CMake itself.
+# Exit status: 0 when the build, every test and the CUDA parity cases
+# passed; 1 when any of them failed; 2 when this machine has no usable GPU.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +31,14 @@ status=0
 
 note() { echo "gpu-check: $*" | tee -a "$summary"; }
 fail() { note "FAIL: $*"; status=1; }
+
+# ---- a usable GPU first: nothing is worth building without one ------------------
+gpus=$(nvidia-smi -L 2>&1)
+if [ $? -ne 0 ] || ! grep -q '^GPU ' <<<"$gpus"; then
+  note "FAIL: no usable GPU here (nvidia-smi -L: ${gpus:-no output}); nothing was built"
+  exit 2
+fi
+note "$(grep -c '^GPU ' <<<"$gpus") GPU(s): $(grep '^GPU ' <<<"$gpus" | head -1)"
 
 # ---- what this machine has ----------------------------------------------------
 {
@@ -58,8 +68,8 @@ for attempt in 1 2; do
   fi
   if [ $tests = ON ] && grep -Eq 'Could NOT find GTest|provided by "GTest"' "$log"; then
     tests=OFF
-    note "WARNING: GoogleTest not found; tests (the CUDA parity suite included) are NOT built."
-    note "         Build GoogleTest from source and pass MIXTRAIN_CMAKE_ARGS=-DGTest_DIR=<prefix>/lib/cmake/GTest."
+    fail "GoogleTest not found: the tests (the CUDA parity suite included) are NOT built."
+    note "      Build GoogleTest from source and pass MIXTRAIN_CMAKE_ARGS=-DGTest_DIR=<prefix>/lib/cmake/GTest."
   else
     break
   fi
