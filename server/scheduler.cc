@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "backend/memory_tracker.h"
 #include "ids.h"
 #include "job_proto.h"
 #include "job_spec_yaml.h"
@@ -54,12 +55,6 @@ int64_t restart_backoff_ms(int64_t restart) {
   return std::min<int64_t>(60'000, int64_t{1'000} << std::min<int64_t>(restart - 1, 6));
 }
 
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g GiB", bytes / double(1 << 30));
-  return text;
-}
-
 // True when a worker with `resources` has room for a rank's model states:
 // both pools in RAM on the CPU backend; on CUDA the compute pool on its
 // smallest GPU and the offload pool in RAM. Unknown sizes (0) fit.
@@ -81,8 +76,8 @@ bool holds_rank(const RankModelStates& states, const v1::Resources& resources) {
 std::string Scheduler::describe_rank_states(const Needs& needs) {
   char parameters[32];
   std::snprintf(parameters, sizeof(parameters), "%.3g", needs.states.parameters);
-  std::string text = "each needs " + gib(needs.states.device) + " of model states";
-  if (needs.states.host > 0) text += " plus " + gib(needs.states.host) + " offloaded";
+  std::string text = "each needs " + gib_text(needs.states.device) + " of model states";
+  if (needs.states.host > 0) text += " plus " + gib_text(needs.states.host) + " offloaded";
   return text + " for " + parameters + " parameters at zero.stage " +
          std::to_string(needs.zero_stage);
 }

@@ -3,8 +3,15 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 
 namespace mixtrain {
+
+std::string gib_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g GiB", bytes / double(1 << 30));
+  return text;
+}
 
 const char* memory_pool_name(MemoryPool pool) {
   return pool == MemoryPool::kDevice ? "device" : "host";

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <mutex>
+#include <string>
 
 namespace mixtrain {
 
@@ -25,6 +26,9 @@ enum class MemoryCategory : int {
   kWorkspace,         // kernel scratch (converted GEMM inputs, attention temps)
 };
 inline constexpr int kNumMemoryCategories = 8;
+
+// `bytes` as "1.5 GiB" (three significant digits), for messages.
+std::string gib_text(double bytes);
 
 // "device" / "host": the summary JSON's and metrics' names.
 const char* memory_pool_name(MemoryPool pool);

@@ -1,7 +1,6 @@
 // Why: Storage's counted lifetime and Tensor's shape bookkeeping.
 #include "backend/tensor.h"
 
-#include <cstdio>
 #include <new>
 
 #include "common/error.h"
@@ -25,12 +24,6 @@ std::string shape_string(const Shape& shape) {
 
 namespace {
 
-std::string gib(size_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.3g GiB", static_cast<double>(bytes) / double(1 << 30));
-  return text;
-}
-
 // allocator.allocate, with a failure that names what did not fit (what the
 // bytes were for, and how much the pool already holds) rather than only a
 // byte count or std::bad_alloc (issue 13).
@@ -46,9 +39,9 @@ void* allocate_named(Allocator& allocator, const MemoryTracker& tracker, size_t 
     cause = "std::bad_alloc";
   }
   throw EngineError(ErrorCode::kOutOfMemory,
-                    "out of memory: " + gib(bytes) + " of " + memory_category_name(category) +
+                    "out of memory: " + gib_text(double(bytes)) + " of " + memory_category_name(category) +
                         " do not fit in the " + memory_pool_name(pool) + " pool, which holds " +
-                        gib(tracker.current_total(pool)) +
+                        gib_text(double(tracker.current_total(pool))) +
                         " already (the model's shape, train.micro_batch, model.seq_len and the "
                         "zero settings set these sizes; " +
                         cause + ")");
