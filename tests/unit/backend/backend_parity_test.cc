@@ -326,6 +326,26 @@ TEST_P(BackendParityTest, FillAndSetZeroWriteEveryElement) {
   expect_bit_equal(ids, "set_zero int32");
 }
 
+// zeros() on the host pool is what offload's CPU optimizer reads next, with
+// no synchronize in between: it must be done on return even while the
+// compute stream is busy (GEMMs queued just before; on a GPU the memset
+// alone, 4 MiB over PCIe, takes longer than the host needs to read it).
+TEST_P(BackendParityTest, ZerosOnTheHostPoolAreDoneOnReturn) {
+  const Tensor a = make_tensor(*backend_, {256, 256}, DType::kF32, random_values(256 * 256, 9));
+  const Tensor c = backend_->empty({256, 256}, DType::kF32, MemoryCategory::kActivations);
+  const std::vector<float> ones(1 << 20, 1.0f);
+  for (int round = 0; round < 3; ++round) {
+    const Tensor host = backend_->empty({1 << 20}, DType::kF32, MemoryCategory::kOptimizerState,
+                                        MemoryPool::kHost);
+    std::memcpy(host.data(), ones.data(), host.nbytes());
+    for (int i = 0; i < 4; ++i) backend_->matmul(c, a, a);
+    backend_->set_zero(host);
+    const float* read = host.data_as<float>();
+    EXPECT_EQ(std::count(read, read + (1 << 20), 0.0f), 1 << 20) << "round " << round;
+  }
+  backend_->synchronize();
+}
+
 TEST_P(BackendParityTest, AddSameAndMixedDtypesAndInPlace) {
   for (DType dtype : kFloatTypes) {
     SCOPED_TRACE(dtype_name(dtype));
@@ -514,6 +534,31 @@ TEST_P(BackendParityTest, AttentionForwardAndBackward) {
     });
     expect_close(dqkv, tol, what.str() + " dqkv");
   }
+}
+
+// Unscaled fp16 gradients: dout ~1e-5 makes the score gradient dS ~1e-6,
+// where fp16 has only subnormals 6e-8 apart. The CPU keeps dS in fp32; a
+// backend rounding it to fp16 is ~5% off in dq (q is small and k large, so
+// dq lands in fp16's normal range and is written to fp32 dqkv, which
+// leaves dS as the only rounding that differs).
+TEST_P(BackendParityTest, AttentionBackwardKeepsTinyFp16ScoreGradients) {
+  const int64_t B = 1, T = 40, C = 16;
+  const int heads = 2;
+  std::vector<double> qkv_values = random_values(B * T * 3 * C, 71, -1.0f, 1.0f);
+  for (int64_t i = 0; i < B * T * 3 * C; ++i) {
+    const int64_t part = (i % (3 * C)) / C;  // 0 q, 1 k, 2 v
+    qkv_values[i] *= part == 0 ? 1e-2 : part == 1 ? 30.0 : 1.0;
+  }
+  const Twin qkv = make({B, T, 3 * C}, DType::kF16, qkv_values);
+  const Twin out = make_random({B, T, C}, DType::kF16, 72);
+  const Twin att = make_random({B, heads, T, T}, DType::kF16, 73);
+  run_both([&](Backend& b, Side s) { b.attention_forward(out.*s, att.*s, qkv.*s, heads); });
+  const Twin dout = make_random({B, T, C}, DType::kF16, 74, -1e-5f, 1e-5f);
+  const Twin dqkv = make({B, T, 3 * C}, DType::kF32, std::vector<double>(B * T * 3 * C, 0.0));
+  run_both([&](Backend& b, Side s) {
+    b.attention_backward(dqkv.*s, dout.*s, qkv.*s, att.*s, heads);
+  });
+  expect_close(dqkv, parity_tolerance(DType::kF16), "dqkv");
 }
 
 TEST_P(BackendParityTest, SoftmaxCrossEntropyLossAndGradient) {

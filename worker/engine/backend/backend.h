@@ -101,7 +101,8 @@ class Backend {
   virtual void cast(const Tensor& dst, const Tensor& src) = 0;
   // Every element of t (compute dtype) set to value.
   virtual void fill(const Tensor& t, float value) = 0;
-  // Every byte of t set to 0 (any dtype).
+  // Every byte of t set to 0 (any dtype). On a host-pool tensor it is done
+  // when the call returns, so host code may read it at once.
   virtual void set_zero(const Tensor& t) = 0;
   // out = a + b elementwise (residual add); out may alias a or b.
   virtual void add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;

@@ -4,7 +4,10 @@
 // place from qkv (B,T,3C): for one batch row b, head h's (T,HS) matrix has
 // row stride 3C and heads lie HS apart, so each GEMM is strided-batched
 // over the NH heads and looped over B. Scores and their gradients are
-// fp32 workspace; the GEMM inputs use qkv's dtype (tensor cores).
+// fp32 workspace; the GEMM inputs use qkv's dtype (tensor cores), except
+// that the score gradient dS stays fp32 when qkv is fp16, as on the CPU:
+// dS is a difference of products far below fp16's smallest normal (6e-5)
+// once gradients are unscaled, where fp16 keeps a few bits or none.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -168,22 +171,28 @@ void CudaBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, con
   const int64_t B = s.batch, T = s.seq, C = s.channels, NH = s.heads, HS = s.head_size;
   if (B * T * C == 0) return;
   const DType g = qkv.dtype();  // GEMM input dtype
+  const DType gs = g == DType::kF16 ? DType::kF32 : g;  // dS and the GEMMs reading it
   const bool dout_copy = dout.dtype() != g;
   const bool att_copy = att.dtype() != g;
-  const bool dqkv_direct = gpu::cublas_writes(g, dqkv.dtype());
+  const bool qkv_copy = gs != g;
+  const bool dqkv_direct =
+      gpu::cublas_writes(g, dqkv.dtype()) && gpu::cublas_writes(gs, dqkv.dtype());
   const std::vector<Tensor> buffers =
       scratch({{{B, NH, T, T}, DType::kF32},
-               {{B, NH, T, T}, g},
+               {{B, NH, T, T}, gs},
                {dout_copy ? Shape{B, T, C} : Shape{0}, g},
                {att_copy ? Shape{B, NH, T, T} : Shape{0}, g},
-               {dqkv_direct ? Shape{0} : qkv.shape(), DType::kF32}});
+               {dqkv_direct ? Shape{0} : qkv.shape(), DType::kF32},
+               {qkv_copy ? qkv.shape() : Shape{0}, gs}});
   const Tensor& datt = buffers[0];
   const Tensor& dpreatt = buffers[1];
   const Tensor& dout_g = dout_copy ? buffers[2] : dout;
   const Tensor& att_g = att_copy ? buffers[3] : att;
   const Tensor& dqkv_acc = dqkv_direct ? dqkv : buffers[4];
+  const Tensor& qkv_s = qkv_copy ? buffers[5] : qkv;  // q and k for the dS GEMMs
   if (dout_copy) cast(dout_g, dout);
   if (att_copy) cast(att_g, att);
+  if (qkv_copy) cast(qkv_s, qkv);
   if (!dqkv_direct) cast(dqkv_acc, dqkv);
   const DType acc = dqkv_acc.dtype();
   const float scale = 1.0f / std::sqrt(static_cast<float>(HS));
@@ -209,12 +218,14 @@ void CudaBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, con
   for (int64_t b = 0; b < B; ++b) {
     const int64_t row0 = b * T * 3 * C;
     // dq[b,h] (T,HS) += dpreatt[b,h] (T,T) @ k[b,h] (T,HS).
-    gpu::gemm_row_major(cublas(), T, HS, T, {element(dpreatt, b * NH * T * T), g, T, T * T, false},
-                        {element(qkv, row0 + C), g, 3 * C, HS, false},
+    gpu::gemm_row_major(cublas(), T, HS, T,
+                        {element(dpreatt, b * NH * T * T), gs, T, T * T, false},
+                        {element(qkv_s, row0 + C), gs, 3 * C, HS, false},
                         {element(dqkv_acc, row0), acc, 3 * C, HS}, NH, 1.0f, 1.0f);
     // dk[b,h] (T,HS) += dpreatt[b,h]^T (T,T) @ q[b,h] (T,HS).
-    gpu::gemm_row_major(cublas(), T, HS, T, {element(dpreatt, b * NH * T * T), g, T, T * T, true},
-                        {element(qkv, row0), g, 3 * C, HS, false},
+    gpu::gemm_row_major(cublas(), T, HS, T,
+                        {element(dpreatt, b * NH * T * T), gs, T, T * T, true},
+                        {element(qkv_s, row0), gs, 3 * C, HS, false},
                         {element(dqkv_acc, row0 + C), acc, 3 * C, HS}, NH, 1.0f, 1.0f);
   }
   if (!dqkv_direct) cast(dqkv, dqkv_acc);

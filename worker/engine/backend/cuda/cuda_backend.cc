@@ -5,6 +5,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_error.h"
@@ -193,6 +194,14 @@ void CudaBackend::synchronize() {
 void CudaBackend::set_zero(const Tensor& t) {
   const cudaStream_t compute = begin_op();
   if (t.nbytes() == 0) return;
+  if (t.storage()->pool() == MemoryPool::kHost) {
+    // Host code (CPU Adam on offloaded states) reads pinned tensors right
+    // after zeros(); a memset queued on the stream could land after that.
+    // Work already queued may still use the bytes, so it finishes first.
+    synchronize();
+    std::memset(t.data(), 0, t.nbytes());
+    return;
+  }
   MIXTRAIN_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.nbytes(), compute));
 }
 
