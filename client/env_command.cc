@@ -7,6 +7,19 @@
 
 namespace mixtrain::cli {
 
+namespace {
+
+// "2 device(s), driver 13.0", "0 device(s): <why>" or "not built in".
+std::string cuda_text(const BuildInfo& info) {
+  if (!info.cuda_compiled) return "not built in";
+  std::string text = std::to_string(info.cuda_devices) + " device(s)";
+  if (!info.cuda_driver.empty()) text += ", driver " + info.cuda_driver;
+  if (!info.cuda_unavailable.empty()) text += ": " + info.cuda_unavailable;
+  return text;
+}
+
+}  // namespace
+
 int run_env_command(OutputFormat format, std::ostream& out) {
   const BuildInfo info = build_info();
   std::string backends;
@@ -18,6 +31,8 @@ int run_env_command(OutputFormat format, std::ostream& out) {
                         {"onednn", info.onednn},
                         {"cuda_compiled", info.cuda_compiled},
                         {"cuda_devices", info.cuda_devices},
+                        {"cuda_unavailable", info.cuda_unavailable},
+                        {"cuda_driver", info.cuda_driver},
                         {"omp_threads", info.omp_threads},
                         {"backends", info.backends}};
     out << j.dump(2) << "\n";
@@ -27,10 +42,7 @@ int run_env_command(OutputFormat format, std::ostream& out) {
       << "cpu features  " << info.cpu_features << "\n"
       << "omp threads   " << info.omp_threads << "\n"
       << "oneDNN        " << (info.onednn.empty() ? "not built in" : info.onednn) << "\n"
-      << "cuda          "
-      << (info.cuda_compiled ? std::to_string(info.cuda_devices) + " device(s)"
-                             : std::string("not built in"))
-      << "\n"
+      << "cuda          " << cuda_text(info) << "\n"
       << "backends      " << backends << "\n";
   return 0;
 }

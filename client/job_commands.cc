@@ -3,12 +3,27 @@
 
 #include <cstdio>
 #include <ctime>
+#include <string>
+#include <vector>
 
 #include "job_view.h"
 #include "text_table.h"
 
 namespace mixtrain::cli {
 namespace {
+
+// The workers by rank, each with the device it trains on: "w-1 (cuda:0)".
+std::vector<std::string> rank_workers(const v1::Job& job) {
+  std::vector<std::string> out;
+  for (int rank = 0; rank < job.workers_size(); ++rank) {
+    std::string entry = job.workers(rank);
+    if (rank < job.devices_size() && !job.devices(rank).empty()) {
+      entry += " (" + job.devices(rank) + ")";
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
 
 // "hh:mm:ss" in local time, for the event history.
 std::string clock_time(int64_t unix_ms) {
@@ -20,7 +35,7 @@ std::string clock_time(int64_t unix_ms) {
   return text;
 }
 
-std::string join(const google::protobuf::RepeatedPtrField<std::string>& items) {
+std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
   return out.empty() ? "-" : out;
@@ -43,7 +58,7 @@ void print_status_table(const v1::Job& job, std::ostream& out) {
       << "state     " << state_name(job.state()) << "\n"
       << "attempt   " << job.attempt() << " (" << job.restarts() << " restarts)\n"
       << "progress  " << progress << "\n"
-      << "workers   " << join(job.workers()) << "\n"
+      << "workers   " << join(rank_workers(job)) << "\n"
       << "message   " << (job.message().empty() ? "-" : job.message()) << "\n"
       << "age       " << format_age(job.created_unix_ms()) << "\n";
   if (job.events_size() > 0) out << "events\n";

@@ -67,6 +67,7 @@ nlohmann::ordered_json job_json(const v1::Job& job, bool details) {
                      {"tokens_per_second", p.tokens_per_second()},
                      {"learning_rate", p.learning_rate()},
                      {"grad_norm", p.grad_norm()}};
+  out["devices"] = job.devices();
   out["created_unix_ms"] = job.created_unix_ms();
   out["updated_unix_ms"] = job.updated_unix_ms();
   nlohmann::ordered_json events = nlohmann::ordered_json::array();

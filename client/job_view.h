@@ -20,8 +20,9 @@ std::string state_name(v1::JobState state);
 bool is_final(v1::JobState state);
 
 // The §5 object of `job`: id, name, state, attempt, step, steps, workers,
-// restarts and message; with `details` also progress, created_unix_ms,
-// updated_unix_ms, events and summary (parse_summary of summary_json).
+// restarts and message; with `details` also progress, devices (by rank),
+// created_unix_ms, updated_unix_ms, events and summary (parse_summary of
+// summary_json).
 nlohmann::ordered_json job_json(const v1::Job& job, bool details);
 
 // The job's summary_json parsed; null when it is empty or not JSON.

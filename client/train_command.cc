@@ -120,7 +120,8 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
 
   std::unique_ptr<Backend> backend;
   try {
-    backend = make_backend(config::enum_name(spec.resources.backend));
+    // Ranks started together by --nproc take a GPU each.
+    backend = make_backend(config::enum_name(spec.resources.backend), group.env.rank);
   } catch (const EngineError& e) {
     err << args.spec_path << ": resources.backend: " << e.what() << "\n";
     return 2;
@@ -137,8 +138,8 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
                                                      group.env.timeout);
       CommOptions comm_options;
       comm_options.timeout = group.env.timeout;
-      group.comm = make_communicator(default_comm_backend(backend->device_type()), *group.store,
-                                     group.env.rank, group.env.world_size, comm_options);
+      group.comm = make_rank_communicator(*backend, *group.store, group.env.rank,
+                                          group.env.world_size, comm_options);
       trainer_options.comm = group.comm.get();
     }
     trainer = std::make_unique<Trainer>(*backend, spec, trainer_options);

@@ -6,6 +6,7 @@
 
 #include "job_view.h"
 #include "text_table.h"
+#include "training_device.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -22,6 +23,26 @@ std::string backend_name(v1::Backend backend) {
   return backend == v1::BACKEND_CUDA ? "cuda" : "-";
 }
 
+std::string gibibytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
+// What the BACKEND column says: "cuda:1 (NVIDIA H200, 139.8 GiB)" for the
+// GPU the worker's rank trains on, "cpu (no GPU: <why>)" when its build has
+// CUDA but no device is usable, else "cpu".
+std::string device_text(const v1::Resources& resources) {
+  const std::string name = v1::training_device_name(resources);
+  if (const v1::CudaDevice* device = v1::training_device(resources)) {
+    return name + " (" + device->name() + ", " + gibibytes(device->memory_bytes()) + ")";
+  }
+  if (resources.backend() == v1::BACKEND_CPU && !resources.cuda_unavailable().empty()) {
+    return name + " (no GPU: " + resources.cuda_unavailable() + ")";
+  }
+  return name;
+}
+
 // "job/attempt/rank" of the task a busy worker runs; "-" when idle.
 std::string task_name(const v1::Worker& worker) {
   if (!worker.has_task()) return "-";
@@ -29,11 +50,6 @@ std::string task_name(const v1::Worker& worker) {
          std::to_string(worker.task().rank());
 }
 
-std::string gibibytes(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
-  return text;
-}
 
 nlohmann::ordered_json worker_json(const v1::Worker& worker) {
   nlohmann::ordered_json devices = nlohmann::ordered_json::array();
@@ -46,6 +62,8 @@ nlohmann::ordered_json worker_json(const v1::Worker& worker) {
           {"hostname", worker.hostname()},
           {"state", state_name(worker.state())},
           {"backend", backend_name(worker.resources().backend())},
+          {"device", v1::training_device_name(worker.resources())},
+          {"cuda_unavailable", worker.resources().cuda_unavailable()},
           {"cpu_cores", worker.resources().cpu_cores()},
           {"threads", worker.resources().threads()},
           {"memory_bytes", worker.resources().memory_bytes()},
@@ -74,12 +92,9 @@ int run_workers_command(CoordinatorClient& client, OutputFormat format, std::ost
                    "TASK", "LAST SEEN"});
   for (const v1::Worker& worker : response.workers()) {
     const v1::Resources& resources = worker.resources();
-    std::string backend = backend_name(resources.backend());
-    if (resources.cuda_devices_size() > 0) {
-      backend += " (" + std::to_string(resources.cuda_devices_size()) + " GPU)";
-    }
     table.add_row({worker.id(), worker.hostname(), worker.data_address(),
-                   state_name(worker.state()), backend, std::to_string(resources.cpu_cores()),
+                   state_name(worker.state()), device_text(resources),
+                   std::to_string(resources.cpu_cores()),
                    std::to_string(resources.threads()), gibibytes(resources.memory_bytes()),
                    task_name(worker), format_age(worker.last_heartbeat_unix_ms()) + " ago"});
   }

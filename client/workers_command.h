@@ -11,8 +11,10 @@ namespace mixtrain::cli {
 
 // A table (ID, HOST, DATA ADDRESS, STATE, BACKEND, CORES, THREADS, MEMORY,
 // TASK, LAST SEEN) or a JSON list of {"id","hostname","state","backend",
-// "cpu_cores","threads","memory_bytes","cuda_devices","data_address",
-// "metrics_address","task","registered_unix_ms","last_heartbeat_unix_ms"}. Returns 0 or
+// "device" (what its rank trains on: "cpu", "cuda:1"),"cuda_unavailable"
+// (why no GPU is usable),"cpu_cores","threads","memory_bytes",
+// "cuda_devices","data_address","metrics_address","task",
+// "registered_unix_ms","last_heartbeat_unix_ms"}. Returns 0 or
 // CoordinatorClient::report's exit code.
 int run_workers_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
                         std::ostream& err);

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # Why: the CUDA backend compiles everywhere but only runs where there is a
-# GPU, and such machines usually have CUDA, CMake and a C++ compiler but no
-# apt, gRPC, abseil or oneDNN. This script builds just the engine there
-# (MIXTRAIN_ENGINE_ONLY, CUDA required), runs ctest (the backend parity
-# suite then checks every CUDA op against the CPU backend) and whatever
-# benchmarks got built, and leaves every log in one directory to bring back.
+# GPU, and such machines usually have CUDA, CMake, Ninja and PyTorch but no
+# make, apt, GoogleTest, gRPC or oneDNN. This script builds just the engine
+# there (MIXTRAIN_ENGINE_ONLY, CUDA required) and runs its tests: the
+# backend parity suite then checks every CUDA op against the CPU backend,
+# again under compute-sanitizer's memcheck and racecheck, and the NCCL test
+# runs under initcheck. Every log lands in one directory to bring back.
 #
-#   scripts/gpu-check.sh [RESULTS_DIR]      (default ./gpu-results)
+#   scripts/gpu-deps.sh          (here, once: GoogleTest's sources into third_party/)
+#   scripts/gpu-check.sh [RESULTS_DIR]      (there; default ./gpu-results)
 #
 # Environment: MIXTRAIN_CMAKE_ARGS adds configure arguments (for example
-# -DGTest_DIR=... or -DCMAKE_CUDA_ARCHITECTURES=90); BUILD_DIR overrides
-# build-gpu; JOBS overrides the build parallelism.
+# -DCMAKE_CUDA_ARCHITECTURES=90); BUILD_DIR overrides build-gpu; JOBS the
+# build parallelism; GTEST_SOURCE_DIR overrides third_party/googletest;
+# GPU_CHECK_STOP_AFTER=configure stops once configured (what
+# tests/e2e/gpu_check_configure_test.sh runs).
 # It refuses at once, before building anything, on a machine where
-# nvidia-smi lists no GPU, and fails when GoogleTest is missing (a run
-# without the CUDA parity suite proves nothing). Without Google Benchmark
-# only convert_bench is left out, by CMake itself.
+# nvidia-smi lists no GPU, and fails when GoogleTest is neither installed
+# nor in third_party/googletest (a run without the CUDA parity suite
+# proves nothing). NCCL is taken from the CUDA toolkit or, failing that,
+# from PyTorch's site-packages/nvidia/nccl; the summary says which.
 # Exit status: 0 when the build, every test and the CUDA parity cases
-# passed; 1 when any of them failed; 2 when this machine has no usable GPU.
+# passed (sanitizers included); 1 when any of them failed; 2 when this
+# machine has no usable GPU.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,9 +34,11 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 summary=$results/summary.txt
 : >"$summary"
 status=0
+started=$(date +%s)
 
 note() { echo "gpu-check: $*" | tee -a "$summary"; }
 fail() { note "FAIL: $*"; status=1; }
+elapsed() { echo "$(( $(date +%s) - started )) s"; }
 
 # ---- a usable GPU first: nothing is worth building without one ------------------
 gpus=$(nvidia-smi -L 2>&1)
@@ -38,53 +46,63 @@ if [ $? -ne 0 ] || ! grep -q '^GPU ' <<<"$gpus"; then
   note "FAIL: no usable GPU here (nvidia-smi -L: ${gpus:-no output}); nothing was built"
   exit 2
 fi
-note "$(grep -c '^GPU ' <<<"$gpus") GPU(s): $(grep '^GPU ' <<<"$gpus" | head -1)"
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+note "$(grep -c '^GPU ' <<<"$gpus") GPU(s): $(grep '^GPU ' <<<"$gpus" | head -1); driver ${driver:-unknown}"
 
 # ---- what this machine has ----------------------------------------------------
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(uname -a)"
   echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
-  command -v nvidia-smi >/dev/null && nvidia-smi
+  nvidia-smi
   command -v nvcc >/dev/null && nvcc --version
   [ -x /usr/local/cuda/bin/nvcc ] && /usr/local/cuda/bin/nvcc --version
   cmake --version
   c++ --version
 } >"$results/environment.log" 2>&1
 
-# ---- configure (dropping the tests when GoogleTest is missing) ------------------
-configure_args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
-                -DMIXTRAIN_ENGINE_ONLY=ON -DMIXTRAIN_CUDA=ON)
+# ---- configure ------------------------------------------------------------------
+configure_args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMIXTRAIN_ENGINE_ONLY=ON
+                -DMIXTRAIN_CUDA=ON -DMIXTRAIN_BUILD_TESTS=ON -DMIXTRAIN_BUILD_BENCH=OFF)
+# Every benchmark in bench/ measures the CPU side, and the host emulation of
+# CUDA is for machines without a GPU: neither is worth this machine's time.
+configure_args+=(-DMIXTRAIN_CUDA_EMULATION=OFF)
+if [ ! -f "$build/CMakeCache.txt" ] && ! command -v make >/dev/null; then
+  if command -v ninja >/dev/null; then
+    configure_args+=(-G Ninja)
+  else
+    note "FAIL: neither make nor ninja is installed; nothing was built"
+    exit 1
+  fi
+fi
+gtest_note="installed GoogleTest"
+gtest_sources=${GTEST_SOURCE_DIR:-$root/third_party/googletest}
+if [ -f "$gtest_sources/CMakeLists.txt" ]; then
+  configure_args+=(-DMIXTRAIN_GTEST_SOURCE_DIR="$gtest_sources")
+  gtest_note="GoogleTest built from $gtest_sources"
+fi
 # shellcheck disable=SC2206  # word splitting of the extra arguments is wanted
 extra_args=(${MIXTRAIN_CMAKE_ARGS:-})
-tests=ON
-configured=0
-for attempt in 1 2; do
-  log=$results/configure-$attempt.log
-  if cmake "${configure_args[@]}" -DMIXTRAIN_BUILD_TESTS=$tests -DMIXTRAIN_BUILD_BENCH=ON \
-      "${extra_args[@]}" >"$log" 2>&1; then
-    configured=1
-    break
-  fi
-  if [ $tests = ON ] && grep -Eq 'Could NOT find GTest|provided by "GTest"' "$log"; then
-    tests=OFF
-    fail "GoogleTest not found: the tests (the CUDA parity suite included) are NOT built."
-    note "      Build GoogleTest from source and pass MIXTRAIN_CMAKE_ARGS=-DGTest_DIR=<prefix>/lib/cmake/GTest."
+log=$results/configure.log
+if ! cmake "${configure_args[@]}" "${extra_args[@]}" >"$log" 2>&1; then
+  if grep -Eq 'Could NOT find GTest|provided by "GTest"' "$log"; then
+    note "FAIL: GoogleTest not found, so the CUDA parity suite cannot be built."
+    note "      Run scripts/gpu-deps.sh where Debian's googletest is installed and bring"
+    note "      third_party/googletest along."
   else
-    break
+    note "FAIL: configure failed, see configure.log"
   fi
-done
-if [ $configured = 0 ]; then
-  fail "configure failed, see $log"
   exit 1
 fi
-grep -q "CUDA backend ON" "$log" || fail "configure did not enable the CUDA backend (see $log)"
-note "configured $build (tests $tests)"
+grep -q "CUDA backend ON" "$log" || fail "configure did not enable the CUDA backend (see configure.log)"
+nccl=$(grep -o 'NCCL found ([^)]*)' "$log" | head -1)
+note "configured $build with $(grep -o 'CMAKE_GENERATOR:INTERNAL=.*' "$build/CMakeCache.txt" | cut -d= -f2), $gtest_note; ${nccl:-NCCL not found: GPU collectives OFF, comm_nccl_test not built}"
+[ "${GPU_CHECK_STOP_AFTER:-}" = configure ] && exit $status
 
 # ---- build ----------------------------------------------------------------------
 start=$(date +%s)
 if cmake --build "$build" -j "$jobs" >"$results/build.log" 2>&1; then
-  note "built in $(( $(date +%s) - start )) s"
+  note "built in $(( $(date +%s) - start )) s with -j $jobs"
 else
   fail "build failed, see build.log"
   exit 1
@@ -93,47 +111,48 @@ grep -i "warning" "$results/build.log" >"$results/build-warnings.log" || true
 note "$(wc -l <"$results/build-warnings.log") warning lines (build-warnings.log)"
 
 # ---- tests ----------------------------------------------------------------------
-if [ $tests = ON ]; then
-  if ctest --test-dir "$build" --output-on-failure -j "$jobs" \
-      --output-junit "$results/ctest-junit.xml" >"$results/ctest.log" 2>&1; then
-    note "ctest passed"
+if ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 300 \
+    --output-junit "$results/ctest-junit.xml" >"$results/ctest.log" 2>&1; then
+  note "ctest passed ($(elapsed) so far)"
+else
+  fail "ctest failed, see ctest.log"
+fi
+
+# The CUDA parity cases alone, plainly and under compute-sanitizer, where a
+# skip means no usable GPU: an error here.
+parity=$build/tests/unit/backend/backend_parity_test
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+# run_checked NAME COMMAND...: runs COMMAND into NAME.log and judges it.
+run_checked() {
+  local name=$1
+  shift
+  timeout 600 "$@" >"$results/$name.log" 2>&1
+  local rc=$?
+  if grep -q "SKIPPED" "$results/$name.log"; then
+    fail "$name: cases were skipped: this process sees no usable CUDA device"
+  elif [ $rc -ne 0 ]; then
+    fail "$name failed (exit $rc), see $name.log"
   else
-    fail "ctest failed, see ctest.log"
+    note "$name passed ($(elapsed) so far)"
   fi
-  # The CUDA parity cases alone, where a skip means no usable GPU: an error here.
-  parity=$build/tests/unit/backend/backend_parity_test
-  if [ -x "$parity" ]; then
-    "$parity" --gtest_filter='*/cuda*' --gtest_output="xml:$results/backend-parity-cuda.xml" \
-      >"$results/backend-parity-cuda.log" 2>&1
-    parity_status=$?
-    if grep -q "SKIPPED" "$results/backend-parity-cuda.log"; then
-      fail "CUDA parity cases were skipped: this process sees no usable CUDA device"
-    elif [ $parity_status -ne 0 ]; then
-      fail "CUDA parity cases failed, see backend-parity-cuda.log"
-    else
-      note "CUDA parity cases passed"
+}
+if [ ! -x "$parity" ]; then
+  fail "backend_parity_test was not built"
+else
+  run_checked backend-parity-cuda "$parity" --gtest_filter='*/cuda'
+  if [ -x "$sanitizer" ]; then
+    run_checked parity-memcheck "$sanitizer" --tool memcheck --error-exitcode 99 \
+      "$parity" --gtest_filter='*/cuda'
+    run_checked parity-racecheck "$sanitizer" --tool racecheck --error-exitcode 99 \
+      "$parity" --gtest_filter='*/cuda'
+    nccl_test=$build/tests/unit/comm/comm_nccl_test
+    if [ -x "$nccl_test" ]; then
+      run_checked nccl-initcheck "$sanitizer" --tool initcheck --error-exitcode 99 "$nccl_test"
     fi
   else
-    fail "backend_parity_test was not built"
+    fail "compute-sanitizer not found: memcheck and racecheck did not run"
   fi
 fi
 
-# ---- benchmarks (never pass/fail, only numbers) ---------------------------------
-if [ -d "$build/bench" ]; then
-  for bin in "$build"/bench/*; do
-    if [ ! -f "$bin" ] || [ ! -x "$bin" ]; then continue; fi
-    name=$(basename "$bin")
-    args=()
-    if "$bin" --help 2>&1 | grep -q "benchmark_filter"; then
-      args=(--benchmark_out="$results/bench-$name.json" --benchmark_out_format=json)
-    fi
-    if timeout 1800 "$bin" "${args[@]}" >"$results/bench-$name.log" 2>&1; then
-      note "benchmark $name done (bench-$name.log)"
-    else
-      note "benchmark $name exited with an error (bench-$name.log)"
-    fi
-  done
-fi
-
-note "results in $results"
+note "done in $(elapsed); results in $results"
 exit $status

@@ -2,12 +2,14 @@
 #include "job_service.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "job_proto.h"
 #include "job_spec_yaml.h"
 #include "queued_writer.h"
 #include "spec_paths.h"
+#include "training_device.h"
 #include "unary_call.h"
 
 namespace mixtrain::server {
@@ -67,6 +69,11 @@ grpc::Status JobServiceImpl::get(const std::string& id, v1::Job& response) {
     added.set_state(event.state);
     added.set_message(event.message);
   }
+  std::map<std::string, std::string> devices;  // worker id -> device
+  for (const v1::Worker& worker : scheduler_->list_workers()) {
+    devices[worker.id()] = v1::training_device_name(worker.resources());
+  }
+  for (const std::string& worker : response.workers()) response.add_devices(devices[worker]);
   return grpc::Status::OK;
 }
 

@@ -13,6 +13,7 @@
 #include "job_proto.h"
 #include "job_spec_yaml.h"
 #include "summary_merge.h"
+#include "training_device.h"
 
 namespace mixtrain::server {
 namespace {
@@ -56,18 +57,15 @@ int64_t restart_backoff_ms(int64_t restart) {
 }
 
 // True when a worker with `resources` has room for a rank's model states:
-// both pools in RAM on the CPU backend; on CUDA the compute pool on its
-// smallest GPU and the offload pool in RAM. Unknown sizes (0) fit.
+// both pools in RAM on the CPU backend; on CUDA the compute pool on the GPU
+// its rank trains on and the offload pool in RAM. Unknown sizes (0) fit.
 bool holds_rank(const RankModelStates& states, const v1::Resources& resources) {
   const double ram = double(resources.memory_bytes());
   if (resources.backend() != v1::BACKEND_CUDA) {
     return ram == 0 || states.device + states.host <= ram;
   }
-  double gpu = 0;
-  for (const v1::CudaDevice& device : resources.cuda_devices()) {
-    const double memory = double(device.memory_bytes());
-    if (memory > 0) gpu = gpu == 0 ? memory : std::min(gpu, memory);
-  }
+  const v1::CudaDevice* device = v1::training_device(resources);
+  const double gpu = device == nullptr ? 0 : double(device->memory_bytes());
   return (gpu == 0 || states.device <= gpu) && (ram == 0 || states.host <= ram);
 }
 

@@ -34,7 +34,7 @@ struct AgentOptions {
   std::string data_address;
   std::string data_iface;
   int threads = 1;  // CPU threads per rank
-  std::string backend = "cpu";                // resolved: "cpu" or "cuda"
+  std::string backend = "cpu";                // resolved: "cpu" or "cuda:N"
   double peak_flops = 0.0;                    // for MFU; 0: estimated_peak_flops
   std::string executable = "/proc/self/exe";  // started in task mode for each task
 };

@@ -75,7 +75,9 @@ int run_agent(int argc, char** argv) {
                  "CPU threads per rank (default: OMP_NUM_THREADS when set, else the cores this "
                  "process may use: its CPU affinity and cgroup quota)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--backend", backend_choice, "auto | cpu | cuda")->capture_default_str();
+  app.add_option("--backend", backend_choice,
+                 "auto | cpu | cuda | cuda:N (the GPU this worker's ranks train on)")
+      ->capture_default_str();
   app.add_option("--tls-ca", options.connection.channel.tls_ca_file,
                  "PEM CA of the coordinator's certificate (default: plaintext)");
   app.add_option("--tls-server-name", options.connection.channel.tls_server_name,

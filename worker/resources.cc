@@ -3,35 +3,43 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "backend/backend.h"
 #include "common/usable_cores.h"
+#include "training_device.h"
 #ifdef MIXTRAIN_WITH_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
 
 namespace mixtrain::worker {
-namespace {
-
-bool cuda_available() {
-  for (const std::string& name : available_backends())
-    if (name == "cuda") return true;
-  return false;
-}
-
-}  // namespace
-
 absl::StatusOr<std::string> resolve_backend(const std::string& choice) {
-  if (choice == "cpu") return std::string("cpu");
-  if (choice == "auto") return std::string(cuda_available() ? "cuda" : "cpu");
-  if (choice == "cuda") {
-    if (cuda_available()) return std::string("cuda");
-    return absl::UnavailableError(
-        "--backend cuda: this build has no CUDA backend or no CUDA device is present");
+  BackendRequest request;
+  try {
+    request = parse_backend_name(choice);
+  } catch (const EngineError& e) {
+    return absl::InvalidArgumentError("--backend: " + std::string(e.what()));
   }
-  return absl::InvalidArgumentError("--backend must be auto, cpu or cuda, got \"" + choice + "\"");
+  if (request.kind == BackendRequest::Kind::kCpu) return std::string("cpu");
+#ifdef MIXTRAIN_WITH_CUDA
+  const int count = cuda_device_count();
+  if (count == 0) {
+    if (request.kind == BackendRequest::Kind::kAuto) return std::string("cpu");
+    return absl::UnavailableError("--backend " + choice +
+                                  ": no usable CUDA device: " + cuda_unavailable_reason());
+  }
+  const int device = std::max(request.device, 0);
+  if (device >= count) {
+    return absl::UnavailableError("--backend " + choice + ": only " + std::to_string(count) +
+                                  " CUDA device(s) present (0-" + std::to_string(count - 1) + ")");
+  }
+  return "cuda:" + std::to_string(device);
+#else
+  if (request.kind == BackendRequest::Kind::kAuto) return std::string("cpu");
+  return absl::UnavailableError("--backend " + choice + ": this build has no CUDA backend");
+#endif
 }
 
 int64_t parse_meminfo_total(const std::string& meminfo) {
@@ -54,6 +62,7 @@ v1::Resources detect_resources(const std::string& backend) {
   text << meminfo.rdbuf();
   out.set_memory_bytes(parse_meminfo_total(text.str()));
 #ifdef MIXTRAIN_WITH_CUDA
+  out.set_cuda_unavailable(cuda_unavailable_reason());
   for (int i = 0; i < cuda_device_count(); ++i) {
     const CudaDeviceInfo info = cuda_device_info(i);
     v1::CudaDevice* device = out.add_cuda_devices();
@@ -66,7 +75,12 @@ v1::Resources detect_resources(const std::string& backend) {
     device->set_clock_khz(info.clock_khz);
   }
 #endif
-  out.set_backend(backend == "cuda" ? v1::BACKEND_CUDA : v1::BACKEND_CPU);
+  if (backend != "cpu") {
+    out.set_backend(v1::BACKEND_CUDA);
+    out.set_cuda_device(parse_backend_name(backend).device);
+  } else {
+    out.set_backend(v1::BACKEND_CPU);
+  }
   return out;
 }
 
@@ -79,7 +93,6 @@ std::string hostname() {
 double estimated_peak_flops(const v1::Resources& resources) {
   if (resources.backend() == v1::BACKEND_CPU)
     return static_cast<double>(resources.cpu_cores()) * 2.5e9 * 32.0;
-  if (resources.cuda_devices_size() == 0) return 0.0;
   // Dense fp16/bf16 tensor-core FLOPs per SM per clock, fp32 accumulation,
   // from NVIDIA's published peaks: V100/T4 1024; A100 2048 (108 SMs x
   // 1.41 GHz = 312 TFLOP/s); A10, L4, L40S and RTX PRO (8.6, 8.9, 12.x)
@@ -87,7 +100,9 @@ double estimated_peak_flops(const v1::Resources& resources) {
   // The driver's clock is the SMs' maximum, which can be above the clock a
   // published peak assumes (H100 SXM: 1.98 against 1.83 GHz), so MFU reads
   // a few percent low rather than high; --peak-tflops gives it exactly.
-  const v1::CudaDevice& device = resources.cuda_devices(0);  // the one a task uses
+  const v1::CudaDevice* found = training_device(resources);
+  if (found == nullptr) return 0.0;
+  const v1::CudaDevice& device = *found;
   const int major = device.compute_capability_major();
   const int minor = device.compute_capability_minor();
   double per_clock = 0.0;

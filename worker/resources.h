@@ -10,14 +10,16 @@
 
 namespace mixtrain::worker {
 
-// "cpu" or "cuda" for a --backend choice: auto is cuda when this build has
-// CUDA and a device is present, else cpu. INVALID_ARGUMENT for another
-// word, UNAVAILABLE for cuda without a usable device.
+// "cpu" or "cuda:N" for a --backend choice (auto, cpu, cuda, cuda:N): cuda
+// is cuda:0, auto is cuda:0 when this build has CUDA and a device is
+// usable, else cpu. INVALID_ARGUMENT for another word, UNAVAILABLE for a
+// GPU that is not there (saying why no device is usable).
 absl::StatusOr<std::string> resolve_backend(const std::string& choice);
 
 // This machine: the CPU cores this process may use (usable_cores.h),
 // MemTotal of /proc/meminfo (0 when it cannot be read), CUDA devices when
-// this build has CUDA (else none), and `backend` ("cpu" or "cuda").
+// this build has CUDA (else none, or why there are none), and `backend`
+// ("cpu" or "cuda:N", the device its ranks train on).
 v1::Resources detect_resources(const std::string& backend);
 
 // MemTotal in bytes from the text of /proc/meminfo; 0 when absent.
@@ -28,7 +30,7 @@ std::string hostname();
 
 // A rough peak rate for MFU when no --peak-tflops is given: for the cpu
 // backend the cores' FP32 rate, cores x 2.5 GHz x 32 FLOP/cycle (two AVX2
-// FMA pipes); for cuda the first device's dense fp16/bf16 tensor-core rate,
+// FMA pipes); for cuda the training device's dense fp16/bf16 tensor-core rate,
 // SMs x clock x its architecture's FLOPs per SM per clock. 0 when the
 // architecture is unknown (MFU then needs --peak-tflops).
 double estimated_peak_flops(const v1::Resources& resources);

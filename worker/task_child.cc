@@ -51,11 +51,15 @@ double model_flops_per_token(const config::ModelSpec& model, int64_t param_count
          12.0 * static_cast<double>(model.layers * model.seq_len * model.dim);
 }
 
-// The backend to train with: the spec's, or the agent's for "auto".
+// The backend to train with: the agent's device ("cpu" or "cuda:N") unless
+// the spec asks for the CPU, so every rank uses the GPU its worker holds.
 std::string backend_name(const config::JobSpec& spec, const std::string& agent_backend) {
-  return spec.resources.backend == config::BackendChoice::kAuto
-             ? agent_backend
-             : std::string(config::enum_name(spec.resources.backend));
+  switch (spec.resources.backend) {
+    case config::BackendChoice::kCpu: return "cpu";
+    case config::BackendChoice::kCuda: return agent_backend.starts_with("cuda") ? agent_backend : "cuda";
+    case config::BackendChoice::kAuto: break;
+  }
+  return agent_backend;
 }
 
 }  // namespace
@@ -114,8 +118,7 @@ int run_task_child(std::istream& in) {
       CommOptions comm_options;
       comm_options.timeout = timeout;
       if (!launch->data_address.empty()) comm_options.hostname = launch->data_address;
-      comm = make_communicator(default_comm_backend(backend->device_type()), *store, task.rank(),
-                               task.world_size(), comm_options);
+      comm = make_rank_communicator(*backend, *store, task.rank(), task.world_size(), comm_options);
       options.comm = comm.get();
     }
     if (!task.checkpoint_dir().empty()) {

@@ -20,7 +20,6 @@ echo "No devices were found"
 exit 6
 SH
 chmod +x "$work/bin/nvidia-smi"
-start=$SECONDS
 rc=0
 PATH="$work/bin:$PATH" BUILD_DIR="$work/build" bash "$root/scripts/gpu-check.sh" "$work/results" \
   >"$work/out.log" 2>&1 || rc=$?
@@ -29,5 +28,4 @@ grep -q "FAIL: no usable GPU here (nvidia-smi -L: No devices were found); nothin
   "$work/out.log" || fail "the refusal does not say why"
 grep -q "no usable GPU" "$work/results/summary.txt" || fail "summary.txt does not say why"
 [ ! -e "$work/build" ] || fail "it configured or built something"
-[ $((SECONDS - start)) -lt 10 ] || fail "it took $((SECONDS - start)) s to refuse"
 echo PASS

@@ -2,6 +2,7 @@
 // its own: backoff delays, line splitting of child output, the child's
 // report lines and the task launch surviving their round trip, reading
 // MemTotal, the Progress totals, and the backend choice.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -12,6 +13,7 @@
 #include "resources.h"
 #include "task_launch.h"
 #include "task_progress.h"
+#include "training_device.h"
 
 namespace mixtrain::worker {
 namespace {
@@ -179,14 +181,47 @@ TEST(ResourcesTest, CudaPeakFromTheDevice) {
   EXPECT_EQ(estimated_peak_flops(resources), 0.0);
 }
 
+// The rate is the one of the GPU the rank trains on (--backend cuda:1),
+// not of the first one listed.
+TEST(ResourcesTest, CudaPeakOfTheTrainingDevice) {
+  v1::Resources resources;
+  resources.set_backend(v1::BACKEND_CUDA);
+  for (int i = 0; i < 2; ++i) {
+    v1::CudaDevice* device = resources.add_cuda_devices();
+    device->set_index(i);
+    device->set_compute_capability_major(i == 0 ? 8 : 9);
+    device->set_multiprocessors(i == 0 ? 108 : 132);
+    device->set_clock_khz(i == 0 ? 1410000 : 1830000);
+  }
+  resources.set_cuda_device(1);
+  EXPECT_NEAR(estimated_peak_flops(resources), 989e12, 2e12);
+  EXPECT_EQ(v1::training_device_name(resources), "cuda:1");
+  resources.set_cuda_device(2);  // not listed
+  EXPECT_EQ(estimated_peak_flops(resources), 0.0);
+}
+
 TEST(ResourcesTest, BackendChoice) {
   EXPECT_EQ(*resolve_backend("cpu"), "cpu");
   const std::string chosen = *resolve_backend("auto");
-  EXPECT_TRUE(chosen == "cpu" || chosen == "cuda");
+  EXPECT_TRUE(chosen == "cpu" || chosen == "cuda:0") << chosen;
   EXPECT_EQ(resolve_backend("tpu").status().code(), absl::StatusCode::kInvalidArgument);
-#ifndef MIXTRAIN_WITH_CUDA
-  EXPECT_EQ(resolve_backend("cuda").status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(resolve_backend("cuda:x").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(resolve_backend("cuda:-1").status().code(), absl::StatusCode::kInvalidArgument);
+  // No machine has 4096 GPUs; the message says how many it has.
+  const absl::Status too_far = resolve_backend("cuda:4096").status();
+  EXPECT_EQ(too_far.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(too_far.message()), ::testing::HasSubstr("--backend cuda:4096"));
+  const v1::Resources resources = detect_resources(chosen);
+  EXPECT_EQ(v1::training_device_name(resources), chosen);
+  if (chosen == "cpu") {
+    EXPECT_EQ(resolve_backend("cuda").status().code(), absl::StatusCode::kUnavailable);
+#ifdef MIXTRAIN_WITH_CUDA
+    // A CUDA build without a usable GPU says why, in the registration too.
+    EXPECT_THAT(std::string(resolve_backend("cuda").status().message()),
+                ::testing::HasSubstr("no usable CUDA device: "));
+    EXPECT_FALSE(resources.cuda_unavailable().empty());
 #endif
+  }
 }
 
 TEST(TaskProgressTest, KeepsTotalsAcrossStepsAndEvals) {

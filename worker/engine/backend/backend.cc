@@ -32,36 +32,42 @@ std::vector<std::string> available_backends() {
   return names;
 }
 
-std::unique_ptr<Backend> make_backend(std::string_view name) {
-  if (name == "cpu") return std::make_unique<CpuBackend>();
-  if (name == "auto") {
+BackendRequest parse_backend_name(std::string_view name) {
+  using Kind = BackendRequest::Kind;
+  if (name == "cpu") return {Kind::kCpu};
+  if (name == "auto") return {Kind::kAuto};
+  if (name == "cuda") return {Kind::kCuda};
+  MIXTRAIN_CHECK_ARG(name.starts_with("cuda:"), "unknown backend \"" + std::string(name) +
+                                                    "\" (expected cpu, cuda, cuda:N or auto)");
+  const std::string_view digits = name.substr(5);
+  int device = -1;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
+  MIXTRAIN_CHECK_ARG(ec == std::errc() && end == digits.data() + digits.size() && device >= 0,
+                     "backend \"" + std::string(name) + "\": bad device index");
+  return {Kind::kCuda, device};
+}
+
+std::unique_ptr<Backend> make_backend(std::string_view name, int local_rank) {
+  const BackendRequest request = parse_backend_name(name);
+  if (request.kind == BackendRequest::Kind::kCpu) return std::make_unique<CpuBackend>();
 #ifdef MIXTRAIN_WITH_CUDA
-    if (cuda_device_count() > 0) return make_cuda_backend(0);
-#endif
+  const int count = cuda_device_count();
+  if (request.kind == BackendRequest::Kind::kAuto && count == 0) {
     return std::make_unique<CpuBackend>();
   }
-  if (name == "cuda" || name.starts_with("cuda:")) {
-    int device = 0;
-    if (name.size() > 5) {
-      auto digits = name.substr(5);
-      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device);
-      MIXTRAIN_CHECK_ARG(ec == std::errc() && end == digits.data() + digits.size() && device >= 0,
-                "backend \"" + std::string(name) + "\": bad device index");
-    }
-#ifdef MIXTRAIN_WITH_CUDA
-    const int count = cuda_device_count();
-    if (device < count) return make_cuda_backend(device);
-    throw EngineError(ErrorCode::kUnavailable,
-                      "backend \"" + std::string(name) + "\": " + std::to_string(count) +
-                          " CUDA device(s) present");
+  const int device = request.device >= 0 ? request.device : count > 0 ? local_rank % count : 0;
+  if (device < count) return make_cuda_backend(device);
+  throw EngineError(ErrorCode::kUnavailable,
+                    "backend \"" + std::string(name) + "\": " + std::to_string(count) +
+                        " CUDA device(s) present" +
+                        (count == 0 ? " (" + cuda_unavailable_reason() + ")" : ""));
 #else
-    throw EngineError(ErrorCode::kUnavailable,
-                      "backend \"" + std::string(name) +
-                          "\": this build has no CUDA backend (nvcc was not found)");
+  (void)local_rank;
+  if (request.kind == BackendRequest::Kind::kAuto) return std::make_unique<CpuBackend>();
+  throw EngineError(ErrorCode::kUnavailable,
+                    "backend \"" + std::string(name) +
+                        "\": this build has no CUDA backend (nvcc was not found)");
 #endif
-  }
-  throw EngineError(ErrorCode::kInvalidArgument,
-                    "unknown backend \"" + std::string(name) + "\" (expected cpu, cuda, auto)");
 }
 
 }  // namespace mixtrain

@@ -72,6 +72,9 @@ class Backend {
   // "cpu" or "cuda:0".
   virtual std::string name() const = 0;
   virtual DeviceType device_type() const = 0;
+  // The device's index among those of its type (the CUDA ordinal); 0 on
+  // the CPU.
+  virtual int device_index() const = 0;
   // The tracker counting every allocation of this backend.
   MemoryTracker& memory() const { return *tracker_; }
 
@@ -175,8 +178,24 @@ class Backend {
 // the CUDA backend was compiled in and a device is present.
 std::vector<std::string> available_backends();
 
-// "cpu", "cuda" (device 0), "cuda:N" or "auto" (cuda when available, else
-// cpu). Throws EngineError(kUnavailable) when the backend cannot be made.
-std::unique_ptr<Backend> make_backend(std::string_view name);
+// What a backend name asks for: "cpu", "cuda" (device -1: chosen by local
+// rank, see make_backend), "cuda:N" (device N) or "auto".
+struct BackendRequest {
+  enum class Kind { kCpu, kCuda, kAuto };
+  Kind kind = Kind::kCpu;
+  int device = -1;
+};
+
+// Parses a backend name; throws EngineError(kInvalidArgument) naming a
+// word that is none of the above or a malformed device index.
+BackendRequest parse_backend_name(std::string_view name);
+
+// The backend `name` names: "cpu"; "cuda:N" (CUDA device N); "cuda" (device
+// local_rank % the devices present, so the ranks started together on one
+// host take a GPU each, as with torchrun's LOCAL_RANK); "auto" (as "cuda"
+// when a CUDA device is usable, else "cpu"). Throws EngineError
+// (kInvalidArgument) for a malformed name and (kUnavailable) when the
+// backend cannot be made here.
+std::unique_ptr<Backend> make_backend(std::string_view name, int local_rank = 0);
 
 }  // namespace mixtrain

@@ -2,6 +2,7 @@
 #include "comm/make_communicator.h"
 
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 #ifdef MIXTRAIN_WITH_GLOO
@@ -38,6 +39,14 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, Store&
   throw EngineError(
       ErrorCode::kInvalidArgument,
       "communicator: unknown backend '" + std::string(backend) + "' (expected gloo or nccl)");
+}
+
+std::unique_ptr<Communicator> make_rank_communicator(const Backend& backend, Store& store,
+                                                     int rank, int world_size,
+                                                     CommOptions options) {
+  options.cuda_device = backend.device_index();
+  return make_communicator(default_comm_backend(backend.device_type()), store, rank, world_size,
+                           std::move(options));
 }
 
 }  // namespace mixtrain

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string_view>
 
+#include "backend/backend.h"
 #include "comm/communicator.h"
 #include "comm/store.h"
 
@@ -20,5 +21,12 @@ const char* default_comm_backend(DeviceType device);
 // this build lacks, naming what to install.
 std::unique_ptr<Communicator> make_communicator(std::string_view backend, Store& store, int rank,
                                                 int world_size, CommOptions options = {});
+
+// The communicator of a rank training on `backend`: default_comm_backend
+// of its device type, on the backend's own device (options.cuda_device is
+// set from it, so NCCL and the tensors share a GPU).
+std::unique_ptr<Communicator> make_rank_communicator(const Backend& backend, Store& store,
+                                                     int rank, int world_size,
+                                                     CommOptions options = {});
 
 }  // namespace mixtrain

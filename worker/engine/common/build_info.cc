@@ -32,6 +32,8 @@ BuildInfo build_info() {
 #ifdef MIXTRAIN_WITH_CUDA
   info.cuda_compiled = true;
   info.cuda_devices = cuda_device_count();
+  info.cuda_unavailable = cuda_unavailable_reason();
+  info.cuda_driver = cuda_driver_version();
 #endif
   info.omp_threads = omp_get_max_threads();
   info.backends = available_backends();

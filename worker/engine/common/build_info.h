@@ -14,6 +14,8 @@ struct BuildInfo {
   std::string onednn;                   // "2.6.3" or "" when not built with it
   bool cuda_compiled = false;           // the CUDA backend is in this build
   int cuda_devices = 0;                 // usable CUDA devices now
+  std::string cuda_unavailable;         // why there are none (cuda_unavailable_reason())
+  std::string cuda_driver;              // the driver's CUDA version ("13.0"), "" without one
   int omp_threads = 1;                  // OpenMP threads kernels will use
   std::vector<std::string> backends;    // available_backends()
 };

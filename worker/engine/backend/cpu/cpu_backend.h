@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   DeviceType device_type() const override { return DeviceType::kCpu; }
+  int device_index() const override { return 0; }
 
   void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
   void copy_from_host(const Tensor& dst, const void* src) override;

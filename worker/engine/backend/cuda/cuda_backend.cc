@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iostream>
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_error.h"
@@ -227,13 +228,46 @@ std::vector<Tensor> CudaBackend::scratch(std::initializer_list<ScratchRequest> r
   return buffers;
 }
 
-int cuda_device_count() {
+namespace {
+
+// The runtime's answer to "which devices are there", asked once: the CUDA
+// runtime settles it at its initialisation anyway. When there is none, why
+// is said once on stderr, so `auto` never becomes the CPU silently.
+struct DeviceQuery {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+  std::string unavailable;  // why count is 0
+};
+
+const DeviceQuery& device_query() {
+  static const DeviceQuery query = [] {
+    DeviceQuery q;
+    const cudaError_t status = cudaGetDeviceCount(&q.count);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      q.count = 0;
+      q.unavailable = std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
+    } else if (q.count == 0) {
+      q.unavailable = "the CUDA driver lists no device";
+    }
+    if (!q.unavailable.empty()) std::cerr << "mixtrain: no usable CUDA device: " << q.unavailable << "\n";
+    return q;
+  }();
+  return query;
+}
+
+}  // namespace
+
+int cuda_device_count() { return device_query().count; }
+
+std::string cuda_unavailable_reason() { return device_query().unavailable; }
+
+std::string cuda_driver_version() {
+  int version = 0;
+  if (cudaDriverGetVersion(&version) != cudaSuccess || version == 0) {
     (void)cudaGetLastError();
-    return 0;
+    return "";
   }
-  return count;
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
 
 CudaDeviceInfo cuda_device_info(int device) {

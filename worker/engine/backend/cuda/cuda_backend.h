@@ -12,8 +12,16 @@
 namespace mixtrain {
 
 // Number of usable CUDA devices; 0 when there is no driver or no device
-// (never throws).
+// (never throws; the first call says why on stderr when there is none).
 int cuda_device_count();
+
+// Why no CUDA device is usable, from the CUDA runtime ("CUDA driver version
+// is insufficient for CUDA runtime version (cudaErrorInsufficientDriver)"),
+// or "" when one is.
+std::string cuda_unavailable_reason();
+
+// The installed CUDA driver's version ("13.0"), or "" without a driver.
+std::string cuda_driver_version();
 
 // What a worker agent advertises about one device.
 struct CudaDeviceInfo {

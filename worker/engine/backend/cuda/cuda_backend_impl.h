@@ -39,6 +39,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda:" + std::to_string(device_); }
   DeviceType device_type() const override { return DeviceType::kCuda; }
+  int device_index() const override { return device_; }
 
   void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
   void copy_from_host(const Tensor& dst, const void* src) override;
