@@ -171,24 +171,35 @@ for name in ("prometheus", "grafana"):
     image = cpu.get(name, {}).get("image", "")
     check(re.search(r":v?\d+\.\d+\.\d+$", image) is not None, f"{name} image pinned ({image})")
 
-# GPU override: every worker service runs the CUDA image with the cuda
-# backend and reserves its own NVIDIA GPU.
-gpu_workers = {n: s for n, s in gpu.items() if n.startswith("worker")}
-check("worker" in gpu_workers, "the GPU override keeps the worker service")
-seen = {}
-for name, service in sorted(gpu_workers.items()):
+# GPU override: `worker` runs the CUDA image with the cuda backend on one
+# GPU of its own; gpu-host holds every GPU, shares the host's IPC
+# namespace and starts a worker per GPU through gpu-host-workers.sh, which
+# the CUDA image carries.
+def nvidia_devices(service):
     devices = (((service.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get("devices") or []
-    nvidia = [d for d in devices if d.get("driver") == "nvidia" and "gpu" in (d.get("capabilities") or [])]
-    check(len(nvidia) == 1, f"{name} reserves nvidia gpu devices")
-    ids = [str(i) for d in nvidia for i in (d.get("device_ids") or [])]
-    check(len(ids) == 1, f"{name} reserves exactly one GPU by id ({ids})")
-    for i in ids:
-        check(i not in seen, f"{name}: GPU {i} is no other worker service's" + (f" (also {seen[i]}'s)" if i in seen else ""))
-        seen[i] = name
-    check(service.get("build", {}).get("dockerfile") == "deploy/Dockerfile.cuda",
-          f"{name} builds deploy/Dockerfile.cuda")
-    argv = (service.get("entrypoint") or []) + (service.get("command") or [])
-    check(flag(argv, "--backend") == "cuda", f"{name} runs mixtrain-worker --backend=cuda")
+    return [d for d in devices if d.get("driver") == "nvidia" and "gpu" in (d.get("capabilities") or [])]
+
+worker = gpu.get("worker", {})
+check(worker != {}, "the GPU override keeps the worker service")
+ids = [str(i) for d in nvidia_devices(worker) for i in (d.get("device_ids") or [])]
+check(ids == ["0"], f"worker reserves exactly GPU 0 ({ids})")
+check(worker.get("build", {}).get("dockerfile") == "deploy/Dockerfile.cuda", "worker builds deploy/Dockerfile.cuda")
+argv = (worker.get("entrypoint") or []) + (worker.get("command") or [])
+check(flag(argv, "--backend") == "cuda", "worker runs mixtrain-worker --backend=cuda")
+check(not any(n.startswith("worker-gpu") for n in gpu), "no per-GPU worker services (gpu-host replaces them)")
+
+host = gpu.get("gpu-host", {})
+check(host != {}, "the GPU override offers the gpu-host service")
+check([d.get("count") for d in nvidia_devices(host)] == ["all"], "gpu-host reserves every GPU (count: all)")
+check(host.get("ipc") == "host", "gpu-host shares the host's IPC namespace")
+check(host.get("image") == worker.get("image"), "gpu-host runs the worker's CUDA image")
+argv = host.get("entrypoint") or []
+check(argv[:1] == ["gpu-host-workers.sh"], f"gpu-host starts gpu-host-workers.sh ({argv[:1]})")
+check(flag(argv, "--coordinator") == "coordinator:50051", "gpu-host's workers join the coordinator")
+check(flag(argv, "--backend") is None, "gpu-host leaves --backend to gpu-host-workers.sh")
+check("gpu-host" in (host.get("profiles") or []), "gpu-host starts only with its profile")
+check("gpu-host-workers.sh" in open(os.path.join(src, "deploy/Dockerfile.cuda")).read(),
+      "deploy/Dockerfile.cuda installs gpu-host-workers.sh")
 
 # Dockerfiles: the ones compose builds exist, are multi-stage and build
 # with the project's own install script and CMake.
