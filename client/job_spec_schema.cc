@@ -59,6 +59,19 @@ std::string decode(const YAML::Node& value, double& out) {
   return "";
 }
 
+// YAML 1.2 core schema booleans only (no yes/no/on/off).
+std::string decode(const YAML::Node& value, bool& out) {
+  const std::string_view text = is_plain_scalar(value) ? value.Scalar() : "";
+  if (text == "true" || text == "True" || text == "TRUE") {
+    out = true;
+  } else if (text == "false" || text == "False" || text == "FALSE") {
+    out = false;
+  } else {
+    return expected("true or false", value);
+  }
+  return "";
+}
+
 std::string decode(const YAML::Node& value, std::string& out) {
   if (!value.IsScalar()) return expected("a string", value);
   out = value.Scalar();
@@ -162,7 +175,8 @@ JobSpecSchema build_schema() {
         field("growth_interval", &JobSpec::precision, &PrecisionSpec::growth_interval),
         field("hysteresis", &JobSpec::precision, &PrecisionSpec::hysteresis),
         field("min_scale", &JobSpec::precision, &PrecisionSpec::min_scale),
-        field("on_min_scale", &JobSpec::precision, &PrecisionSpec::on_min_scale)}},
+        field("on_min_scale", &JobSpec::precision, &PrecisionSpec::on_min_scale),
+        field("tf32", &JobSpec::precision, &PrecisionSpec::tf32)}},
       {"zero",
        {field("stage", &JobSpec::zero, &ZeroSpec::stage),
         field("offload_optimizer", &JobSpec::zero, &ZeroSpec::offload_optimizer),

@@ -23,6 +23,14 @@ std::string describe(const JobSpecResult& result) {
   return out;
 }
 
+// precision.tf32 is a boolean key, allowed with fp32 compute.
+TEST(Overrides, Tf32IsABooleanForFp32Compute) {
+  const JobSpecResult result = parse_with({"precision.compute=fp32", "precision.tf32=true"});
+  ASSERT_TRUE(result.ok()) << describe(result);
+  EXPECT_TRUE(result.spec->precision.tf32);
+  EXPECT_FALSE(parse_with({"precision.compute=fp32", "precision.tf32=sometimes"}).ok());
+}
+
 TEST(Overrides, AreTypedByTheirKeyAndWinOverTheDocument) {
   const JobSpecResult result = parse_with({"train.steps=50", "precision.compute=fp16",
                                            "zero.stage=2", "train.betas=[0.8, 0.9]", "name=renamed",

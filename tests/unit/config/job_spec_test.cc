@@ -43,6 +43,7 @@ TEST(JobSpecDefaults, EqualDesignSection4) {
   EXPECT_EQ(spec.precision.hysteresis, 1);
   EXPECT_DOUBLE_EQ(spec.precision.min_scale, 1.0);
   EXPECT_EQ(spec.precision.on_min_scale, OnMinScale::kFail);
+  EXPECT_FALSE(spec.precision.tf32);
   EXPECT_EQ(spec.zero.stage, 0);
   EXPECT_EQ(spec.zero.offload_optimizer, OffloadTarget::kNone);
   EXPECT_EQ(spec.zero.offload_params, OffloadTarget::kNone);

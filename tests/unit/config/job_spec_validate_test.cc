@@ -128,6 +128,8 @@ INSTANTIATE_TEST_SUITE_P(
                        "precision.growth_interval", "at least 1"},
         ImpossibleCase{"hysteresis", [](JobSpec& s) { s.precision.hysteresis = 0; },
                        "precision.hysteresis", "at least 1"},
+        ImpossibleCase{"tf32_bf16", [](JobSpec& s) { s.precision.tf32 = true; },
+                       "precision.tf32", "applies to fp32 compute only, got compute bf16"},
         ImpossibleCase{"min_scale_zero", [](JobSpec& s) { s.precision.min_scale = 0.0; },
                        "precision.min_scale", "greater than 0"},
         ImpossibleCase{"init_below_min", [](JobSpec& s) { s.precision.init_scale = 0.5; },

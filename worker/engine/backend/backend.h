@@ -75,6 +75,10 @@ class Backend {
   // The device's index among those of its type (the CUDA ordinal); 0 on
   // the CPU.
   virtual int device_index() const = 0;
+  // Lets fp32 GEMMs round their inputs to TF32 (CUDA tensor cores, as
+  // PyTorch's allow_tf32); off by default. The CPU backend computes fp32
+  // GEMMs in fp32 either way.
+  virtual void allow_tf32(bool allowed) = 0;
   // The tracker counting every allocation of this backend.
   MemoryTracker& memory() const { return *tracker_; }
 

@@ -75,6 +75,9 @@ struct PrecisionSpec {
   int64_t hysteresis = 1;  // DeepSpeed-style delayed backoff
   double min_scale = 1.0;
   OnMinScale on_min_scale = OnMinScale::kFail;
+  // fp32 GEMMs on CUDA may round their inputs to TF32 (10-bit significand)
+  // for tensor cores, as PyTorch's allow_tf32; off keeps CPU parity.
+  bool tf32 = false;
 
   friend bool operator==(const PrecisionSpec&, const PrecisionSpec&) = default;
 };

@@ -189,6 +189,9 @@ void check_precision(const PrecisionSpec& precision, Checker& check) {
   check.number_in_range("precision.backoff_factor", precision.backoff_factor, 0, 1, true);
   check.in_range("precision.growth_interval", precision.growth_interval, 1, kMaxCount);
   check.in_range("precision.hysteresis", precision.hysteresis, 1, kMaxCount);
+  if (precision.tf32 && precision.compute != DType::kF32)
+    check.fail("precision.tf32", std::string("applies to fp32 compute only, got compute ") +
+                                     dtype_name(precision.compute));
 }
 
 void check_zero(const ZeroSpec& zero, Checker& check) {

@@ -92,6 +92,7 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
   const ParameterLayout& layout = gpt_.layout();
   for (const ParameterInfo& info : layout.parameters()) parameter_names_.push_back(info.name);
 
+  backend_.allow_tf32(spec_.precision.tf32);
   const DType compute = spec_.precision.compute;
   const Shape batch{spec_.train.micro_batch, spec_.model.seq_len};
   tokens_ = backend_.empty(batch, DType::kI32, MemoryCategory::kActivations,

@@ -22,6 +22,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   DeviceType device_type() const override { return DeviceType::kCpu; }
   int device_index() const override { return 0; }
+  void allow_tf32(bool) override {}
 
   void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
   void copy_from_host(const Tensor& dst, const void* src) override;

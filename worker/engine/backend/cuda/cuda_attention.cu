@@ -136,7 +136,7 @@ void CudaBackend::attention_forward(const Tensor& out, const Tensor& att, const 
   // preatt[b,h] (T,T) = scale * q[b,h] (T,HS) @ k[b,h]^T.
   for (int64_t b = 0; b < B; ++b) {
     const int64_t row0 = b * T * 3 * C;
-    gpu::gemm_row_major(cublas(), T, T, HS, {element(qkv, row0), g, 3 * C, HS, false},
+    gpu::gemm_row_major(blas(), T, T, HS, {element(qkv, row0), g, 3 * C, HS, false},
                         {element(qkv, row0 + C), g, 3 * C, HS, true},
                         {element(preatt, b * NH * T * T), DType::kF32, T, T * T}, NH, scale,
                         0.0f);
@@ -150,7 +150,7 @@ void CudaBackend::attention_forward(const Tensor& out, const Tensor& att, const 
   if (att_copy) cast(att_g, att);
   // y[b, :, h] (T,HS) = att[b,h] (T,T) @ v[b,h] (T,HS), written in (B,T,C).
   for (int64_t b = 0; b < B; ++b) {
-    gpu::gemm_row_major(cublas(), T, HS, T, {element(att_g, b * NH * T * T), g, T, T * T, false},
+    gpu::gemm_row_major(blas(), T, HS, T, {element(att_g, b * NH * T * T), g, T, T * T, false},
                         {element(qkv, b * T * 3 * C + 2 * C), g, 3 * C, HS, false},
                         {element(y, b * T * C), y.dtype(), C, HS}, NH, 1.0f, 0.0f);
   }
@@ -200,11 +200,11 @@ void CudaBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, con
   for (int64_t b = 0; b < B; ++b) {
     const int64_t row0 = b * T * 3 * C;
     // datt[b,h] (T,T) = dout[b,h] (T,HS) @ v[b,h]^T.
-    gpu::gemm_row_major(cublas(), T, T, HS, {element(dout_g, b * T * C), g, C, HS, false},
+    gpu::gemm_row_major(blas(), T, T, HS, {element(dout_g, b * T * C), g, C, HS, false},
                         {element(qkv, row0 + 2 * C), g, 3 * C, HS, true},
                         {element(datt, b * NH * T * T), DType::kF32, T, T * T}, NH, 1.0f, 0.0f);
     // dv[b,h] (T,HS) += att[b,h]^T (T,T) @ dout[b,h] (T,HS).
-    gpu::gemm_row_major(cublas(), T, HS, T, {element(att_g, b * NH * T * T), g, T, T * T, true},
+    gpu::gemm_row_major(blas(), T, HS, T, {element(att_g, b * NH * T * T), g, T, T * T, true},
                         {element(dout_g, b * T * C), g, C, HS, false},
                         {element(dqkv_acc, row0 + 2 * C), acc, 3 * C, HS}, NH, 1.0f, 1.0f);
   }
@@ -218,12 +218,12 @@ void CudaBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, con
   for (int64_t b = 0; b < B; ++b) {
     const int64_t row0 = b * T * 3 * C;
     // dq[b,h] (T,HS) += dpreatt[b,h] (T,T) @ k[b,h] (T,HS).
-    gpu::gemm_row_major(cublas(), T, HS, T,
+    gpu::gemm_row_major(blas(), T, HS, T,
                         {element(dpreatt, b * NH * T * T), gs, T, T * T, false},
                         {element(qkv_s, row0 + C), gs, 3 * C, HS, false},
                         {element(dqkv_acc, row0), acc, 3 * C, HS}, NH, 1.0f, 1.0f);
     // dk[b,h] (T,HS) += dpreatt[b,h]^T (T,T) @ q[b,h] (T,HS).
-    gpu::gemm_row_major(cublas(), T, HS, T,
+    gpu::gemm_row_major(blas(), T, HS, T,
                         {element(dpreatt, b * NH * T * T), gs, T, T * T, true},
                         {element(qkv_s, row0), gs, 3 * C, HS, false},
                         {element(dqkv_acc, row0 + C), acc, 3 * C, HS}, NH, 1.0f, 1.0f);

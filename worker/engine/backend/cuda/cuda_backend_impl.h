@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/cuda_gemm.h"
 
 namespace mixtrain {
 
@@ -40,6 +41,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda:" + std::to_string(device_); }
   DeviceType device_type() const override { return DeviceType::kCuda; }
   int device_index() const override { return device_; }
+  void allow_tf32(bool allowed) override { tf32_ = allowed; }
 
   void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
   void copy_from_host(const Tensor& dst, const void* src) override;
@@ -85,8 +87,9 @@ class CudaBackend final : public Backend {
   // Makes this backend's device current on the calling thread and returns
   // the compute stream that every op enqueues its work on.
   cudaStream_t begin_op();
-  // The cuBLAS handle, bound to the compute stream and its own workspace.
-  cublasHandle_t cublas() const { return cublas_.get(); }
+  // The cuBLAS handle (bound to the compute stream and its own workspace)
+  // and whether fp32 GEMMs may use TF32.
+  gpu::Blas blas() const { return {cublas_.get(), tf32_}; }
   // One op's temporary device buffers, one tensor per request in order,
   // carved (256-byte aligned) from a grow-only workspace counted as
   // MemoryCategory::kWorkspace. Contents are uninitialized. They stay valid
@@ -111,6 +114,7 @@ class CudaBackend final : public Backend {
   // Members are destroyed bottom-up: the cuBLAS handle goes before the
   // workspace it uses, and both before the streams.
   int device_;
+  bool tf32_ = false;  // fp32 GEMMs may use TF32 tensor cores
   StreamHandle compute_;
   StreamHandle transfer_;
   Tensor cublas_workspace_;  // handed to cuBLAS, counted as workspace

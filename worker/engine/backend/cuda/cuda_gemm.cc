@@ -34,7 +34,7 @@ bool cublas_writes(DType ab, DType c) {
   return c == DType::kF32 && (ab == DType::kF16 || ab == DType::kBF16);
 }
 
-void gemm_row_major(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+void gemm_row_major(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                     const GemmOperand& b, const GemmOutput& c, int64_t batch, float alpha,
                     float beta) {
   MIXTRAIN_CHECK_ARG(a.dtype == b.dtype, std::string("gemm: A is ") + dtype_name(a.dtype) + " but B is " +
@@ -43,14 +43,17 @@ void gemm_row_major(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, cons
                                                  dtype_name(c.dtype) + " from " +
                                                  dtype_name(a.dtype) + " inputs");
   if (m == 0 || n == 0 || batch == 0) return;
+  const cublasComputeType_t compute = blas.tf32 && a.dtype == DType::kF32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
   // Column-major view: C^T (n,m) = op(B)^T (n,k) op(A)^T (k,m).
   MIXTRAIN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, cublas_op(b.transposed), cublas_op(a.transposed), checked_int("gemm", "n", n),
+      blas.handle, cublas_op(b.transposed), cublas_op(a.transposed), checked_int("gemm", "n", n),
       checked_int("gemm", "m", m), checked_int("gemm", "k", k), &alpha, b.data,
       cuda_data_type(b.dtype), leading_dim(b.ld), b.batch_stride, a.data,
       cuda_data_type(a.dtype), leading_dim(a.ld), a.batch_stride, &beta, c.data,
       cuda_data_type(c.dtype), leading_dim(c.ld), c.batch_stride,
-      checked_int("gemm", "batch", batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      checked_int("gemm", "batch", batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace mixtrain::gpu

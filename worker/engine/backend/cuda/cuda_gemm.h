@@ -22,6 +22,13 @@ struct GemmOperand {
   bool transposed;       // the product uses this matrix transposed
 };
 
+// The cuBLAS handle a GEMM runs on and whether fp32 inputs may be rounded
+// to TF32 for tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
+struct Blas {
+  cublasHandle_t handle;
+  bool tf32 = false;
+};
+
 struct GemmOutput {
   void* data;
   DType dtype;
@@ -34,10 +41,11 @@ struct GemmOutput {
 bool cublas_writes(DType ab, DType c);
 
 // For each of `batch` items: C (m,n) = alpha * op(A) (m,k) op(B) (k,n) +
-// beta * C, accumulated in fp32, enqueued on the handle's stream. A and B
+// beta * C, accumulated in fp32 (fp32 inputs rounded to TF32 first when
+// blas.tf32), enqueued on the handle's stream. A and B
 // share one compute dtype and cublas_writes(A.dtype, C.dtype) holds (throws
 // EngineError(kInvalidArgument) otherwise, or when a size exceeds int).
-void gemm_row_major(cublasHandle_t handle, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+void gemm_row_major(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                     const GemmOperand& b, const GemmOutput& c, int64_t batch, float alpha,
                     float beta);
 

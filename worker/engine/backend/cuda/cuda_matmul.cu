@@ -138,7 +138,7 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   const gpu::GemmOperand b_op{b.data(), b.dtype(), b.dim(-1), b.dim(-1) * b.dim(-2),
                               options.trans_b};
   const gpu::GemmOutput c_out{accumulator.data(), accumulator.dtype(), s.n, s.m * s.n};
-  gpu::gemm_row_major(cublas(), s.m, s.n, s.k, a_op, b_op, c_out, s.batch, options.alpha, beta);
+  gpu::gemm_row_major(blas(), s.m, s.n, s.k, a_op, b_op, c_out, s.batch, options.alpha, beta);
   if (!direct) cast(c, accumulator);
 }
 
