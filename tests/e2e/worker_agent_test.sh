@@ -21,7 +21,7 @@ expect_usage_error() {  # expected-text args...
   echo "ok: $* -> $(head -1 "$work/out")"
 }
 expect_usage_error "--coordinator is required"
-expect_usage_error "--backend must be auto, cpu or cuda" --coordinator 127.0.0.1:1 --backend tpu
+expect_usage_error "unknown backend \"tpu\" (expected cpu, cuda, cuda:N or auto)" --coordinator 127.0.0.1:1 --backend tpu
 expect_usage_error "cannot read --join-token-file" --coordinator 127.0.0.1:1 \
   --join-token-file "$work/missing"
 expect_usage_error "no PEM certificate" --coordinator 127.0.0.1:1 --tls-ca "$work/missing"
