@@ -1,0 +1,192 @@
+// Why: sizes the backend parity suite does not reach, where the CUDA
+// kernels' launch arithmetic changes shape, run on the emulated CUDA
+// backend against the CPU backend: more rows than the column-sum chunks
+// cover (empty chunks), a GPT-2 vocabulary row computed in place, a
+// sequence over three warp strides, a run of 600 equal ids and ids out of
+// range, more sum_squares blocks than kMaxPartialBlocks, and a non-finite
+// value in a later block. Errors are measured against the largest |value|.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend_test_util.h"
+
+namespace mixtrain::backend_test {
+namespace {
+
+struct Backends {
+  std::unique_ptr<Backend> cuda = make_backend("cuda");
+  std::unique_ptr<Backend> cpu = make_backend("cpu");
+  Backend& side(int i) { return i == 0 ? *cuda : *cpu; }
+};
+
+// Rows past 256 chunks of 64: the chunk arithmetic leaves the last chunks empty.
+constexpr int64_t kRowsOverChunks = 64 * 256 + 1;
+
+double tolerance_of(DType dtype) { return dtype == DType::kF32 ? 1e-4 : std::ldexp(1.0, -6); }
+
+::testing::AssertionResult agree(const std::vector<double>& got, const std::vector<double>& want,
+                                 DType dtype) {
+  return max_error_within(got, want, tolerance_of(dtype) * max_abs(want));
+}
+
+TEST(CudaEmulationEdgeSizes, BiasBackwardWithEmptyChunks) {
+  Backends b;
+  const int64_t n = 3;
+  const auto dout = random_values(kRowsOverChunks * n, 1);
+  const auto dbias = random_values(n, 2);
+  std::vector<double> result[2];
+  for (int i = 0; i < 2; ++i) {
+    Backend& be = b.side(i);
+    const Tensor db = make_tensor(be, {n}, DType::kF32, dbias);
+    be.bias_backward(db, make_tensor(be, {kRowsOverChunks, n}, DType::kF32, dout));
+    result[i] = values_of(be, db);
+  }
+  EXPECT_TRUE(agree(result[0], result[1], DType::kF32));
+}
+
+TEST(CudaEmulationEdgeSizes, LayerNormWithEmptyChunks) {
+  Backends b;
+  const int64_t rows = kRowsOverChunks, c = 3;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto inp = random_values(rows * c, 3, -2, 3), weight = random_values(c, 4, 0.5, 1.5),
+               bias = random_values(c, 5), dout = random_values(rows * c, 6),
+               dinp = random_values(rows * c, 7), dweight = random_values(c, 8),
+               dbias = random_values(c, 9);
+    const char* names[] = {"out", "rstd", "dinp", "dweight", "dbias"};
+    std::vector<double> result[2][5];
+    for (int i = 0; i < 2; ++i) {
+      Backend& be = b.side(i);
+      const Tensor x = make_tensor(be, {rows, c}, dtype, inp);
+      const Tensor w = make_tensor(be, {c}, dtype, weight);
+      const Tensor out = be.empty({rows, c}, dtype, MemoryCategory::kActivations);
+      const Tensor mean = be.empty({rows}, DType::kF32, MemoryCategory::kActivations);
+      const Tensor rstd = be.empty({rows}, DType::kF32, MemoryCategory::kActivations);
+      be.layernorm_forward(out, mean, rstd, x, w, make_tensor(be, {c}, dtype, bias), 1e-5f);
+      const Tensor dx = make_tensor(be, {rows, c}, dtype, dinp);
+      const Tensor dw = make_tensor(be, {c}, dtype, dweight);
+      const Tensor db = make_tensor(be, {c}, dtype, dbias);
+      be.layernorm_backward(dx, dw, db, make_tensor(be, {rows, c}, dtype, dout), x, w, mean, rstd);
+      const Tensor* outputs[] = {&out, &rstd, &dx, &dw, &db};
+      for (int k = 0; k < 5; ++k) result[i][k] = values_of(be, *outputs[k]);
+    }
+    for (int k = 0; k < 5; ++k) EXPECT_TRUE(agree(result[0][k], result[1][k], dtype)) << names[k];
+  }
+}
+
+TEST(CudaEmulationEdgeSizes, CrossEntropyOverTheGpt2VocabularyInPlace) {
+  Backends b;
+  const int64_t rows = 3, vocab = 50257;
+  const std::vector<int32_t> targets = {0, 50256, 12345};
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto logits = random_values(rows * vocab, 11, -8, 8);
+    std::vector<double> losses[2], dlogits[2];
+    for (int i = 0; i < 2; ++i) {
+      Backend& be = b.side(i);
+      const Tensor l = make_tensor(be, {rows, vocab}, dtype, logits);
+      const Tensor loss = be.empty({rows}, DType::kF32, MemoryCategory::kActivations);
+      be.softmax_cross_entropy(loss, &l, l, make_ids(be, targets), 1.0f / rows);
+      losses[i] = values_of(be, loss);
+      dlogits[i] = values_of(be, l);
+    }
+    EXPECT_TRUE(agree(losses[0], losses[1], dtype)) << "losses";
+    EXPECT_TRUE(agree(dlogits[0], dlogits[1], dtype)) << "dlogits";
+  }
+}
+
+TEST(CudaEmulationEdgeSizes, AttentionOverThreeWarpStrides) {
+  Backends b;
+  const int64_t B = 1, T = 70, C = 16, NH = 2;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto qkv = random_values(B * T * 3 * C, 21, -2, 2), dout = random_values(B * T * C, 22),
+               dqkv = random_values(B * T * 3 * C, 23);
+    const char* names[] = {"att", "out", "dqkv"};
+    std::vector<double> result[2][3];
+    for (int i = 0; i < 2; ++i) {
+      Backend& be = b.side(i);
+      const Tensor q = make_tensor(be, {B, T, 3 * C}, dtype, qkv);
+      const Tensor out = be.empty({B, T, C}, dtype, MemoryCategory::kActivations);
+      const Tensor att = be.empty({B, NH, T, T}, dtype, MemoryCategory::kActivations);
+      be.attention_forward(out, att, q, NH);
+      const Tensor dq = make_tensor(be, {B, T, 3 * C}, dtype, dqkv);
+      be.attention_backward(dq, make_tensor(be, {B, T, C}, dtype, dout), q, att, NH);
+      result[i][0] = values_of(be, att);
+      result[i][1] = values_of(be, out);
+      result[i][2] = values_of(be, dq);
+    }
+    for (int k = 0; k < 3; ++k) EXPECT_TRUE(agree(result[0][k], result[1][k], dtype)) << names[k];
+  }
+}
+
+TEST(CudaEmulationEdgeSizes, EmbeddingWithLongRunsAndBadIds) {
+  Backends b;
+  const int64_t vocab = 5, c = 300;
+  std::vector<int32_t> ids(600, 3);  // one block sums a run of 598 rows
+  ids[7] = 0;
+  ids[599] = 4;
+  const auto dout = random_values(ids.size() * c, 31), table = random_values(vocab * c, 32);
+  std::vector<double> result[2];
+  for (int i = 0; i < 2; ++i) {
+    Backend& be = b.side(i);
+    const Tensor dtable = make_tensor(be, {vocab, c}, DType::kF32, table);
+    be.embedding_backward(dtable, make_tensor(be, {int64_t(ids.size()), c}, DType::kF32, dout),
+                          make_ids(be, ids));
+    result[i] = values_of(be, dtable);
+  }
+  EXPECT_TRUE(agree(result[0], result[1], DType::kF32));
+
+  // Ids outside [0, V), which the CPU backend rejects: the CUDA backend
+  // skips them backward and gives NaN rows forward.
+  Backend& cuda = *b.cuda;
+  const std::vector<int32_t> bad = {-1, 2, 5, 2};
+  const Tensor dtable = make_tensor(cuda, {vocab, c}, DType::kF32, table);
+  cuda.embedding_backward(dtable, make_tensor(cuda, {4, c}, DType::kF32, random_values(4 * c, 33)),
+                          make_ids(cuda, bad));
+  const std::vector<double> after = values_of(cuda, dtable);
+  for (int64_t i = 0; i < vocab * c; ++i) {
+    if (i / c == 2) continue;  // the one valid id's row
+    EXPECT_EQ(after[i], static_cast<float>(table[i])) << "element " << i;
+  }
+  const Tensor out = cuda.empty({4, c}, DType::kF32, MemoryCategory::kActivations);
+  cuda.embedding_forward(out, make_ids(cuda, bad), make_tensor(cuda, {vocab, c}, DType::kF32, table),
+                         false);
+  const std::vector<double> rows = values_of(cuda, out);
+  EXPECT_TRUE(std::isnan(rows[0]));
+  EXPECT_FALSE(std::isnan(rows[c]));
+  EXPECT_TRUE(std::isnan(rows[2 * c]));
+}
+
+TEST(CudaEmulationEdgeSizes, SumSquaresOverMoreBlocksThanPartials) {
+  Backends b;
+  const int64_t n = 256 * 8 * 1024 + 77;  // one block's worth past kMaxPartialBlocks
+  const auto values = random_values(n, 41, -3, 3);
+  long double exact = 0;
+  for (double x : values) exact += static_cast<long double>(x) * x;
+  const Tensor t = make_tensor(*b.cuda, {n}, DType::kF32, values);
+  EXPECT_NEAR(b.cuda->sum_squares({&t, 1}), static_cast<double>(exact),
+              1e-12 * static_cast<double>(exact));
+}
+
+TEST(CudaEmulationEdgeSizes, UnscaleAndCheckFindsTheFirstNonFiniteAcrossBlocks) {
+  Backends b;
+  const int64_t n = 70000;
+  auto values = random_values(n, 51);
+  values[65536] = std::numeric_limits<double>::infinity();
+  values[69999] = std::numeric_limits<double>::quiet_NaN();
+  const Tensor tensors[] = {make_tensor(*b.cuda, {1000}, DType::kF16, random_values(1000, 52)),
+                            make_tensor(*b.cuda, {n}, DType::kBF16, values)};
+  const NonFiniteCheck check = b.cuda->unscale_and_check(tensors, 0.5f);
+  EXPECT_TRUE(check.found);
+  EXPECT_EQ(check.tensor_index, 1);
+  EXPECT_FALSE(check.is_nan);  // the inf at 65536 comes first
+}
+
+}  // namespace
+}  // namespace mixtrain::backend_test
