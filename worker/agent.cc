@@ -354,9 +354,11 @@ void Agent::start_task(const v1::Task& task) {
     say("mixtrain-worker: " + task_name(task) + " was started here already");
     return;
   }
-  if (runner_ && !runner_->finished()) {
+  if (runner_ && !runner_->exited()) {
     // Refused at once, so that its attempt fails now rather than after the
-    // other ranks' rendezvous timeout.
+    // other ranks' rendezvous timeout. A runner whose process ended is
+    // not refused for: the coordinator may answer its final report with
+    // the next task before on_finished has returned.
     const std::string problem = "this worker still runs " + task_name(runner_->task());
     say("mixtrain-worker: refusing " + task_name(task) + ": " + problem);
     reporter_.finish(running, v1::TASK_OUTCOME_FAILED, problem, "");

@@ -166,6 +166,7 @@ void TaskRunner::signal_child(int signal) {
 
 void TaskRunner::run() {
   const TaskResult result = execute();
+  exited_ = true;
   events_.on_finished(result);
   finished_ = true;  // after on_finished, so the outcome is in its owner's hands
 }

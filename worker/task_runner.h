@@ -64,6 +64,10 @@ class TaskRunner {
 
   // True once the task process ended and on_finished returned.
   bool finished() const { return finished_.load(); }
+  // True once the task process ended, on_finished may still be running
+  // (handing the outcome over): destroying the runner then waits only
+  // for that, never for a task.
+  bool exited() const { return exited_.load(); }
 
   const v1::Task& task() const { return launch_.task; }
 
@@ -82,6 +86,7 @@ class TaskRunner {
   bool cancel_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point kill_at_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> exited_{false};
   std::atomic<bool> finished_{false};
   std::thread thread_;
 };

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <functional>
-#include <sstream>
+#include <mutex>
+#include <ostream>
 #include <thread>
 
 #include "test_support/temp_dir.h"
@@ -44,6 +46,53 @@ v1::TaskCommand cancel(const std::string& job_id, int attempt) {
   out.mutable_cancel()->set_reason("user asked");
   return out;
 }
+
+// The agent's log. hold_at(text) makes the thread that writes a line
+// containing text wait there until release(), as a slow log write would;
+// that holds the runner between its final report and its return.
+class HoldingLog : public std::ostream, private std::streambuf {
+ public:
+  HoldingLog() : std::ostream(static_cast<std::streambuf*>(this)) {}
+  void hold_at(std::string text) {
+    std::lock_guard lock(mu_);
+    hold_at_ = std::move(text);
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  bool holding() {
+    std::lock_guard lock(mu_);
+    return holding_;
+  }
+  std::string str() {
+    std::lock_guard lock(mu_);
+    return text_;
+  }
+
+ private:
+  int overflow(int ch) override {
+    if (ch == std::char_traits<char>::eof()) return 0;
+    std::unique_lock lock(mu_);
+    text_ += char(ch);
+    line_ += char(ch);
+    if (ch != '\n') return ch;
+    const bool hold = !hold_at_.empty() && line_.find(hold_at_) != std::string::npos;
+    line_.clear();
+    if (hold) {
+      holding_ = true;
+      changed_.wait_for(lock, seconds(30), [&] { return released_; });
+      holding_ = false;
+    }
+    return ch;
+  }
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::string text_, line_, hold_at_;
+  bool released_ = false, holding_ = false;
+};
 
 class AgentTest : public ::testing::Test {
  protected:
@@ -87,7 +136,7 @@ class AgentTest : public ::testing::Test {
   test_support::TempDir dir_;
   testing::TestWorkerService service_;
   testing::TestServer server_{service_};
-  std::stringstream log_;  // read only after the agent stopped
+  HoldingLog log_;
   std::unique_ptr<Agent> agent_;
   std::thread thread_;
 };
@@ -222,6 +271,23 @@ TEST_F(AgentTest, RefusesBadTasksAndASecondTaskWithoutStopping) {
   ASSERT_EQ(finals().size(), 3u);
   EXPECT_EQ(finals().at(2).outcome(), v1::TASK_OUTCOME_CANCELLED);
   EXPECT_EQ(finals().at(2).task().job_id(), "job-1");
+}
+
+TEST_F(AgentTest, TheNextTaskMayArriveWhileTheLastOneHandsOverItsOutcome) {
+  // The coordinator answers a final report with the next task at once; the
+  // runner that sent the report may not have returned yet. That task must
+  // start, not be refused for the one that already ended.
+  log_.hold_at("job job-1 attempt 1 rank 0 succeeded");
+  service_.send(start(testing::tiny_task(testing::tiny_spec(3), dir_.path("ckpt"))));
+  ASSERT_TRUE(eventually([&] { return !finals().empty() && log_.holding(); }, milliseconds(60000)));
+  v1::Task next = testing::tiny_task(testing::tiny_spec(3), dir_.path("ckpt2"));
+  next.set_job_id("job-2");
+  service_.send(start(next));
+  std::this_thread::sleep_for(milliseconds(500));  // a refusal would be on its way now
+  log_.release();
+  ASSERT_TRUE(eventually([&] { return finals().size() == 2; }, milliseconds(60000)));
+  EXPECT_EQ(finals().at(1).task().job_id(), "job-2");
+  EXPECT_EQ(finals().at(1).outcome(), v1::TASK_OUTCOME_SUCCEEDED) << finals().at(1).message();
 }
 
 }  // namespace
