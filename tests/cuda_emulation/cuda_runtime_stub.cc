@@ -5,11 +5,16 @@
 // events are tagged heap objects that every call checks, so a destroyed
 // handle is a use-after-free and a wrong one an error. Everything runs
 // synchronously in call order: the emulation cannot see missing stream
-// synchronization.
+// synchronization, but it counts the calls that block and logs the ones
+// that order streams (runtime_calls.h), so tests can say which happen.
 #include <cuda_runtime_api.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
+
+#include "runtime_calls.h"
 
 namespace {
 constexpr unsigned kStreamTag = 0x57AE4u;
@@ -18,12 +23,35 @@ constexpr unsigned kEventTag = 0xE7E47u;
 
 struct CUstream_st {
   unsigned tag = kStreamTag;
+  int id = 0;
 };
 struct CUevent_st {
   unsigned tag = kEventTag;
+  int id = 0;
+};
+struct CUmemPoolHandle_st {
+  int device = 0;
 };
 
 namespace {
+
+std::mutex calls_mu;
+emu::RuntimeCalls calls;  // guarded by calls_mu
+bool events_held = false;  // guarded by calls_mu
+int next_handle_id = 1;    // guarded by calls_mu
+CUmemPoolHandle_st default_pool;
+
+void count(int emu::RuntimeCalls::*counter) {
+  std::lock_guard lock(calls_mu);
+  ++(calls.*counter);
+}
+void log_order(const std::string& entry) {
+  std::lock_guard lock(calls_mu);
+  calls.stream_order.push_back(entry);
+}
+std::string name_of(cudaStream_t stream) {
+  return stream == nullptr ? "s0" : "s" + std::to_string(stream->id);
+}
 
 thread_local cudaError_t last_error = cudaSuccess;
 constexpr size_t kDeviceAlignment = 256;  // cudaMalloc's
@@ -46,6 +74,8 @@ cudaError_t check(cudaEvent_t event) {
 
 template <class Handle> cudaError_t create(Handle** handle) {
   *handle = new Handle;
+  std::lock_guard lock(calls_mu);
+  (*handle)->id = next_handle_id++;
   return cudaSuccess;
 }
 template <class Handle> cudaError_t destroy(Handle* handle) {
@@ -69,6 +99,16 @@ cudaError_t allocate(void** ptr, size_t bytes) {
 namespace emu {
 bool usable_stream(cudaStream_t stream) { return check(stream) == cudaSuccess; }
 void record_launch_error(cudaError_t error) { last_error = error; }
+
+RuntimeCalls runtime_calls() {
+  std::lock_guard lock(calls_mu);
+  return calls;
+}
+void hold_events(bool held) {
+  std::lock_guard lock(calls_mu);
+  events_held = held;
+}
+std::string stream_name(cudaStream_t stream) { return name_of(stream); }
 }  // namespace emu
 
 extern "C" {
@@ -97,6 +137,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
     default: return "cudaErrorUnknown";
   }
 }
@@ -107,6 +148,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
   switch (attribute) {
     case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
     case cudaDevAttrClockRate: *value = 1000000; break;
+    case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
     default: *value = 0; break;
   }
   return cudaSuccess;
@@ -120,14 +162,47 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 }
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes) { return allocate(ptr, bytes); }
-cudaError_t cudaMallocHost(void** ptr, size_t bytes) { return allocate(ptr, bytes); }
+cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
+  count(&emu::RuntimeCalls::pinned_allocations);
+  return allocate(ptr, bytes);
+}
+// cudaFree and cudaFreeHost wait for the whole device on a GPU.
 cudaError_t cudaFree(void* ptr) {
+  count(&emu::RuntimeCalls::blocking_frees);
   std::free(ptr);
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* ptr) {
+  count(&emu::RuntimeCalls::blocking_frees);
   std::free(ptr);
   return cudaSuccess;
+}
+
+// The stream-ordered pool: exact heap blocks too, freed at once (work
+// queued before the free has run already), so a later use is an ASan
+// use-after-free.
+cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
+  if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
+  count(&emu::RuntimeCalls::pool_allocations);
+  return allocate(ptr, bytes);
+}
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
+  count(&emu::RuntimeCalls::pool_frees);
+  log_order("free on " + name_of(stream));
+  std::free(ptr);
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  *pool = &default_pool;
+  return cudaSuccess;
+}
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* value) {
+  return pool == &default_pool && value != nullptr ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
+  return pool == &default_pool ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
@@ -147,18 +222,30 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) { return destroy(stream); }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return create(event); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) { return destroy(event); }
 
-// Synchronizing, recording and waiting only check their handles: the work
-// they would order has already run.
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+// Synchronizing, recording and waiting only check their handles (and
+// count or log): the work they would order has already run.
+cudaError_t cudaDeviceSynchronize() {
+  count(&emu::RuntimeCalls::device_synchronizations);
+  return cudaSuccess;
+}
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return check(stream); }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) { return check(event); }
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (const cudaError_t e = check(event); e != cudaSuccess) return e;
+  std::lock_guard lock(calls_mu);
+  return events_held ? cudaErrorNotReady : cudaSuccess;  // not an error: not recorded
+}
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
-  return check(event);
+  if (const cudaError_t e = check(event); e != cudaSuccess) return e;
+  log_order("record e" + std::to_string(event->id) + " on " + name_of(stream));
+  return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
-  return check(event);
+  if (const cudaError_t e = check(event); e != cudaSuccess) return e;
+  log_order(name_of(stream) + " waits e" + std::to_string(event->id));
+  return cudaSuccess;
 }
 
 }  // extern "C"

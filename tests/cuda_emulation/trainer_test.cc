@@ -4,7 +4,8 @@
 // pool, the transfer stream and its events) is checked under
 // AddressSanitizer, which the op-by-op parity suite does not reach. The
 // emulation runs streams synchronously, so this checks logic, not stream
-// ordering.
+// ordering; it also checks that training never waits for the whole device
+// (no cudaDeviceSynchronize, no cudaFree).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "runtime_calls.h"
 #include "train/train_test_util.h"
 
 namespace mixtrain::train_test {
@@ -48,9 +50,15 @@ TEST_P(CudaEmulationTrainer, ThreeStepsMatchTheCpuBackend) {
     spec.zero.stage = c.stage;
     if (c.offload_optimizer) spec.zero.offload_optimizer = config::OffloadTarget::kCpu;
     if (c.offload_params) spec.zero.offload_params = config::OffloadTarget::kCpu;
-    Trainer trainer(*backend, spec, {});
-    loss[i] = trainer.run().final_train_loss;
-    weights[i] = master_of(trainer);
+    const emu::RuntimeCalls before = emu::runtime_calls();
+    {
+      Trainer trainer(*backend, spec, {});
+      loss[i] = trainer.run().final_train_loss;
+      weights[i] = master_of(trainer);
+    }
+    const emu::RuntimeCalls after = emu::runtime_calls();
+    EXPECT_EQ(after.device_synchronizations, before.device_synchronizations) << backends[i];
+    EXPECT_EQ(after.blocking_frees, before.blocking_frees) << backends[i];
   }
   ASSERT_TRUE(loss[0] && loss[1]);
   const bool fp32 = c.compute == DType::kF32;

@@ -38,6 +38,10 @@ class Event {
   virtual ~Event() = default;
   // Blocks the calling thread until the work recorded before the event is done.
   virtual void wait() const = 0;
+  // The cudaEvent_t of an event recorded on a CUDA stream, so that another
+  // component's stream (NCCL's) can wait for it without blocking a thread;
+  // nullptr for events that have none.
+  virtual void* native_handle() const { return nullptr; }
 };
 
 struct MatmulOptions {

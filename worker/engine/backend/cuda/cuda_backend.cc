@@ -1,7 +1,6 @@
-// Why: the CUDA backend's memory (cudaMalloc for the device pool, pinned
-// cudaMallocHost for the host pool so copies to and from it are truly
-// asynchronous), its two streams and their events, the copies, the op
-// scratch workspace, and the two entry points the registry calls.
+// Why: the CUDA backend's device setup (its memory and two streams come
+// from CudaMemory, cuda_memory.h), events, the copies, the op scratch
+// workspace, and the entry points the registry calls.
 #include "backend/cuda/cuda_backend.h"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_error.h"
+#include "backend/cuda/cuda_memory.h"
 
 namespace mixtrain {
 namespace {
@@ -25,46 +25,6 @@ constexpr size_t kScratchGranularity = size_t{2} << 20;
 constexpr DType kByteDType = DType::kFP8E4M3;
 
 size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
-
-class CudaAllocator final : public Allocator {
- public:
-  explicit CudaAllocator(int device) : device_(device) {}
-
-  void* allocate(size_t bytes, MemoryPool pool) override {
-    MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
-    // Zero-byte tensors still get a distinct, valid address.
-    const size_t size = std::max<size_t>(bytes, kScratchAlignment);
-    void* ptr = nullptr;
-    const cudaError_t status =
-        pool == MemoryPool::kDevice ? cudaMalloc(&ptr, size) : cudaMallocHost(&ptr, size);
-    if (status != cudaSuccess) {
-      (void)cudaGetLastError();
-      throw EngineError(
-          status == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal,
-          "cuda:" + std::to_string(device_) + ": " +
-              (pool == MemoryPool::kDevice ? "cudaMalloc" : "cudaMallocHost") + " of " +
-              std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(status));
-    }
-    return ptr;
-  }
-
-  // Kernels or copies on any stream may still use the memory, so this waits
-  // for the device before freeing it. Errors are dropped: this runs inside
-  // destructors, possibly after the driver has shut down.
-  void deallocate(void* ptr, size_t, MemoryPool pool) override {
-    (void)cudaSetDevice(device_);
-    (void)cudaDeviceSynchronize();
-    (void)(pool == MemoryPool::kDevice ? cudaFree(ptr) : cudaFreeHost(ptr));
-    (void)cudaGetLastError();
-  }
-
-  DeviceType device_type(MemoryPool pool) const override {
-    return pool == MemoryPool::kDevice ? DeviceType::kCuda : DeviceType::kCpu;
-  }
-
- private:
-  int device_;
-};
 
 class CudaEvent final : public Event {
  public:
@@ -82,6 +42,7 @@ class CudaEvent final : public Event {
 
   cudaEvent_t get() const { return event_; }
   void wait() const override { MIXTRAIN_CUDA_CHECK(cudaEventSynchronize(event_)); }
+  void* native_handle() const override { return event_; }
 
  private:
   cudaEvent_t event_ = nullptr;
@@ -95,30 +56,15 @@ void check_same_size(const Tensor& dst, const Tensor& src, const char* op) {
 
 }  // namespace
 
-void CudaBackend::StreamDeleter::operator()(cudaStream_t stream) const {
-  (void)cudaStreamDestroy(stream);
-}
-
 void CudaBackend::CublasDeleter::operator()(cublasHandle_t handle) const {
   (void)cublasDestroy(handle);
 }
 
-CudaBackend::CudaBackend(int device)
-    : Backend(std::make_shared<CudaAllocator>(device)), device_(device) {
-  const cudaError_t status = cudaSetDevice(device_);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw EngineError(ErrorCode::kUnavailable,
-                      "cuda:" + std::to_string(device_) +
-                          ": cannot use the device: " + cudaGetErrorString(status));
-  }
-  cudaStream_t compute = nullptr;
-  MIXTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-  compute_.reset(compute);
-  cudaStream_t transfer = nullptr;
-  MIXTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&transfer, cudaStreamNonBlocking));
-  transfer_.reset(transfer);
+CudaBackend::CudaBackend(int device) : CudaBackend(std::make_shared<CudaMemory>(device)) {}
 
+CudaBackend::CudaBackend(std::shared_ptr<CudaMemory> memory)
+    : Backend(memory), memory_(std::move(memory)), device_(memory_->device()) {
+  const cudaStream_t compute = memory_->compute();
   cublasHandle_t handle = nullptr;
   MIXTRAIN_CUBLAS_CHECK(cublasCreate(&handle));
   cublas_.reset(handle);
@@ -142,17 +88,21 @@ CudaBackend::~CudaBackend() {
 
 cudaStream_t CudaBackend::begin_op() {
   MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
-  return compute_.get();
+  return memory_->compute();
 }
 
 cudaStream_t CudaBackend::stream(StreamKind kind) const {
-  return kind == StreamKind::kCompute ? compute_.get() : transfer_.get();
+  return kind == StreamKind::kCompute ? memory_->compute() : memory_->transfer();
 }
 
 void CudaBackend::copy(const Tensor& dst, const Tensor& src, StreamKind stream_kind) {
   check_same_size(dst, src, "copy");
   MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
   if (dst.data() == src.data() || src.nbytes() == 0) return;
+  if (stream_kind == StreamKind::kTransfer &&
+      (dst.pool() == MemoryPool::kDevice || src.pool() == MemoryPool::kDevice)) {
+    memory_->note_transfer_use();  // device frees wait for this copy
+  }
   MIXTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDefault,
                                       stream(stream_kind)));
 }
@@ -188,8 +138,8 @@ void CudaBackend::wait_event(StreamKind stream_kind, const Event& event) {
 
 void CudaBackend::synchronize() {
   MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
-  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
-  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(transfer_.get()));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(memory_->compute()));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(memory_->transfer()));
 }
 
 void CudaBackend::set_zero(const Tensor& t) {
@@ -215,7 +165,7 @@ std::vector<Tensor> CudaBackend::scratch(std::initializer_list<ScratchRequest> r
                       kScratchAlignment);
   }
   if (!scratch_.defined() || scratch_.nbytes() < total) {
-    // The old buffer is freed (after the device is idle) once nothing
+    // The old buffer returns to the pool in stream order once nothing
     // references it; grow first so its memory is never handed out twice.
     scratch_ = empty({static_cast<int64_t>(round_up(total, kScratchGranularity))}, kByteDType,
                      MemoryCategory::kWorkspace);

@@ -1,7 +1,7 @@
 // Why: the CUDA implementation of Backend, declared for the files that
-// implement it: cuda_backend.cc (memory, streams, events, copies) and one
-// cuda_<layer>.cu per layer with its kernels, forward and backward side by
-// side. Code outside backend/cuda/ reaches it only through cuda_backend.h,
+// implement it: cuda_backend.cc (setup, events, copies; memory and streams
+// are cuda_memory.cc's) and one cuda_<layer>.cu per layer with its kernels,
+// forward and backward side by side. Code outside backend/cuda/ reaches it only through cuda_backend.h,
 // which needs no CUDA headers.
 #pragma once
 
@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_gemm.h"
+#include "backend/cuda/cuda_memory.h"
 
 namespace mixtrain {
 
@@ -100,23 +101,20 @@ class CudaBackend final : public Backend {
   std::vector<Tensor> scratch(std::initializer_list<ScratchRequest> requests);
 
  private:
-  struct StreamDeleter {
-    void operator()(cudaStream_t stream) const;
-  };
   struct CublasDeleter {
     void operator()(cublasHandle_t handle) const;
   };
-  using StreamHandle = std::unique_ptr<CUstream_st, StreamDeleter>;
   using CublasHandle = std::unique_ptr<cublasContext, CublasDeleter>;
 
+  explicit CudaBackend(std::shared_ptr<CudaMemory> memory);
   cudaStream_t stream(StreamKind kind) const;
 
   // Members are destroyed bottom-up: the cuBLAS handle goes before the
-  // workspace it uses, and both before the streams.
+  // workspace it uses; the streams live in memory_, which tensors that
+  // outlive the backend keep alive.
+  std::shared_ptr<CudaMemory> memory_;
   int device_;
   bool tf32_ = false;  // fp32 GEMMs may use TF32 tensor cores
-  StreamHandle compute_;
-  StreamHandle transfer_;
   Tensor cublas_workspace_;  // handed to cuBLAS, counted as workspace
   CublasHandle cublas_;
   Tensor scratch_;  // grows to the largest scratch() request

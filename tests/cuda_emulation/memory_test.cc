@@ -1,0 +1,107 @@
+// Why: the CUDA backend's memory (cuda_memory.h) must free without waiting
+// for the device, reuse a pinned block only once the GPU work queued
+// before its free is done, order a device free after copies on the
+// transfer stream, and still count each tensor's bytes exactly. The stub
+// runtime says which calls were made (runtime_calls.h); AddressSanitizer
+// sees a block used after its free.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_backend_impl.h"
+#include "runtime_calls.h"
+
+namespace mixtrain {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+class CudaMemoryTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> backend_ = make_cuda_backend(0);
+};
+
+TEST_F(CudaMemoryTest, FreesNeverWaitForTheDeviceAndTheTrackerCountsExactBytes) {
+  const emu::RuntimeCalls before = emu::runtime_calls();
+  {
+    std::vector<Tensor> tensors;
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, kMiB}) {
+      tensors.push_back(backend_->zeros({n}, DType::kBF16, MemoryCategory::kActivations));
+      tensors.push_back(
+          backend_->zeros({n}, DType::kF32, MemoryCategory::kCommBuffers, MemoryPool::kHost));
+    }
+    EXPECT_EQ(backend_->memory().current(MemoryPool::kDevice, MemoryCategory::kActivations),
+              size_t(2 * (0 + 1 + 1000 + kMiB)));
+    EXPECT_EQ(backend_->memory().current(MemoryPool::kHost, MemoryCategory::kCommBuffers),
+              size_t(4 * (0 + 1 + 1000 + kMiB)));
+  }
+  const emu::RuntimeCalls after = emu::runtime_calls();
+  EXPECT_EQ(after.device_synchronizations, before.device_synchronizations);
+  EXPECT_EQ(after.blocking_frees, before.blocking_frees);
+  EXPECT_EQ(after.pool_frees - before.pool_frees, 4);  // the device tensors
+  EXPECT_EQ(backend_->memory().current(MemoryPool::kDevice, MemoryCategory::kActivations), 0u);
+  EXPECT_EQ(backend_->memory().current(MemoryPool::kHost, MemoryCategory::kCommBuffers), 0u);
+}
+
+TEST_F(CudaMemoryTest, APinnedBlockIsReusedOnceTheGpuIsDoneWithIt) {
+  const auto pinned = [&] {
+    return backend_->empty({kMiB}, DType::kF32, MemoryCategory::kOptimizerState,
+                           MemoryPool::kHost);
+  };
+  const int first_allocations = emu::runtime_calls().pinned_allocations;
+  void* first = nullptr;
+  {
+    const Tensor a = pinned();
+    first = a.data();
+  }
+  // Work queued before the free is still running: the block waits.
+  emu::hold_events(true);
+  Tensor b = pinned();
+  emu::hold_events(false);
+  EXPECT_NE(b.data(), first);
+  EXPECT_EQ(emu::runtime_calls().pinned_allocations - first_allocations, 2);
+
+  // Done: the same block again, and no new pinned memory.
+  const Tensor c = pinned();
+  EXPECT_EQ(c.data(), first);
+  EXPECT_EQ(emu::runtime_calls().pinned_allocations - first_allocations, 2);
+
+  // A block more than twice the request is not handed out for it.
+  b = Tensor();
+  const Tensor small = backend_->empty({kMiB / 4}, DType::kF32, MemoryCategory::kOptimizerState,
+                                       MemoryPool::kHost);
+  EXPECT_EQ(emu::runtime_calls().pinned_allocations - first_allocations, 3);
+}
+
+TEST_F(CudaMemoryTest, ADeviceFreeAfterATransferCopyIsOrderedAfterIt) {
+  auto& cuda = dynamic_cast<CudaBackend&>(*backend_);
+  const std::string compute = emu::stream_name(cuda.begin_op());
+  const Tensor host =
+      backend_->zeros({1024}, DType::kF32, MemoryCategory::kCommBuffers, MemoryPool::kHost);
+  Tensor device = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
+  backend_->copy(device, host, StreamKind::kTransfer);
+  const size_t mark = emu::runtime_calls().stream_order.size();
+  device = Tensor();
+  const std::vector<std::string> order = emu::runtime_calls().stream_order;
+  ASSERT_EQ(order.size() - mark, 3u) << testing::PrintToString(order);
+  // "record eN on <transfer>", "<compute> waits eN", "free on <compute>".
+  const std::string recorded = order[mark];
+  const std::string event = recorded.substr(7, recorded.find(' ', 7) - 7);
+  EXPECT_NE(recorded, "record " + event + " on " + compute);
+  EXPECT_EQ(order[mark + 1], compute + " waits " + event);
+  EXPECT_EQ(order[mark + 2], "free on " + compute);
+
+  // Without transfer work since, a free needs no wait.
+  Tensor other = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
+  other = Tensor();
+  const std::vector<std::string> later = emu::runtime_calls().stream_order;
+  EXPECT_EQ(later.back(), "free on " + compute);
+  EXPECT_EQ(later.size() - order.size(), 1u);
+}
+
+}  // namespace
+}  // namespace mixtrain

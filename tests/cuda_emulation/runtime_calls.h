@@ -1,0 +1,32 @@
+// Why: the emulation runs every stream's work at once, in call order, so
+// it cannot show a missing wait; what it can show is which runtime calls
+// the backend makes. The stub runtime (cuda_runtime_stub.cc) counts the
+// ones that block or allocate and logs the ones that order streams, and
+// lets a test hold events "not ready" as if the GPU were still busy.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+namespace emu {
+
+struct RuntimeCalls {
+  int device_synchronizations = 0;  // cudaDeviceSynchronize
+  int blocking_frees = 0;           // cudaFree, cudaFreeHost
+  int pool_allocations = 0;         // cudaMallocAsync
+  int pool_frees = 0;               // cudaFreeAsync
+  int pinned_allocations = 0;       // cudaMallocHost
+  // "record e<N> on s<M>", "s<M> waits e<N>", "free on s<M>", in call order.
+  std::vector<std::string> stream_order;
+};
+
+// The calls made so far in this process.
+RuntimeCalls runtime_calls();
+// While held, cudaEventQuery answers cudaErrorNotReady for every event.
+void hold_events(bool held);
+// "s<M>", the name `stream` has in stream_order.
+std::string stream_name(cudaStream_t stream);
+
+}  // namespace emu
