@@ -13,8 +13,10 @@
 #include <chrono>
 #include <future>
 #include <iostream>
+#include <thread>
 #include <vector>
 
+#include "backend/backend.h"
 #include "comm/make_communicator.h"
 #include "comm/memory_store.h"
 #include "comm_test_util.h"
@@ -180,6 +182,35 @@ TEST(GlooCommunicator, StagingBuffersAreCountedAsCommBuffersAndAsyncOpsQueue) {
   auto other = std::async(std::launch::async, rank, 1);
   EXPECT_EQ(rank(0), 4000u);
   EXPECT_EQ(other.get(), 4000u);
+}
+
+// An event that happens when the test says so, as a GPU's compute stream
+// would reach the point where a collective's inputs are written.
+class GateEvent : public Event {
+ public:
+  void wait() const override { opened_.wait(); }
+  void open() { gate_.set_value(); }
+
+ private:
+  std::promise<void> gate_;
+  std::shared_future<void> opened_ = gate_.get_future().share();
+};
+
+TEST(GlooCommunicator, AnOpWaitsForItsReadyEventAndTheQueueBehindIt) {
+  MemoryStore store;
+  GlooCommunicator comm(store, 0, 1);
+  auto gate = std::make_shared<GateEvent>();
+  Tensor t = make_tensor(DType::kF32, {1.0f, 2.0f});
+  const CommHandle gated = comm.all_reduce_async(t, ReduceOp::kSum, gate);
+  const CommHandle behind = comm.all_gather_async(t, make_tensor(DType::kF32, {0.0f, 0.0f}));
+  // Held back while the event has not happened, and so is the op queued behind it.
+  std::this_thread::sleep_for(milliseconds(300));
+  EXPECT_FALSE(gated.done());
+  EXPECT_FALSE(behind.done());
+  gate->open();
+  gated.wait();
+  behind.wait();
+  EXPECT_EQ(comm.stats().total().calls, 2);
 }
 
 TEST(MakeCommunicator, PicksTheBackendByNameAndRejectsUnknownOnes) {

@@ -4,6 +4,7 @@
 // ops whatever mix of blocking and async calls it makes.
 #include "comm/communicator.h"
 
+#include "backend/backend.h"
 #include "common/error.h"
 #include "numerics/dtype.h"
 
@@ -96,7 +97,7 @@ void Communicator::thread_main() {
       failure = failure_;
     }
     const std::string op_name = comm_op_name(item.op);
-    const auto start = std::chrono::steady_clock::now();
+    auto start = std::chrono::steady_clock::now();
     int64_t sent = 0;
     std::string error_message;
     std::exception_ptr error;
@@ -106,6 +107,10 @@ void Communicator::thread_main() {
       error = std::make_exception_ptr(EngineError(ErrorCode::kUnavailable, error_message));
     } else {
       try {
+        if (item.ready) {
+          wait_ready(*item.ready);
+          start = std::chrono::steady_clock::now();  // the peers' time starts now
+        }
         sent = item.run(start + options_.timeout);
       } catch (const EngineError& e) {
         error_message = e.what();
@@ -132,8 +137,10 @@ void Communicator::thread_main() {
   }
 }
 
+void Communicator::wait_ready(const Event& ready) { ready.wait(); }
+
 CommHandle Communicator::submit(CommOp op, size_t element_bytes,
-                                std::function<int64_t(SteadyTime)> run) {
+                                std::function<int64_t(SteadyTime)> run, ReadyEvent ready) {
   auto state = std::make_shared<CommHandle::State>();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -141,7 +148,7 @@ CommHandle Communicator::submit(CommOp op, size_t element_bytes,
       throw EngineError(ErrorCode::kFailedPrecondition,
                         std::string(comm_op_name(op)) + ": the communicator is shutting down");
     }
-    queue_.push_back({op, element_bytes, std::move(run), state});
+    queue_.push_back({op, element_bytes, std::move(run), std::move(ready), state});
   }
   queued_.notify_one();
   return CommHandle(std::move(state));
@@ -155,14 +162,17 @@ void Communicator::check_tensor(CommOp op, const Tensor& t, const char* role) co
                          " communicator needs " + device_name(device_type()) + " tensors");
 }
 
-CommHandle Communicator::all_reduce_async(const Tensor& t, ReduceOp op) {
+CommHandle Communicator::all_reduce_async(const Tensor& t, ReduceOp op, ReadyEvent ready) {
   check_tensor(CommOp::kAllReduce, t, "tensor");
   check_float(CommOp::kAllReduce, t);
-  return submit(CommOp::kAllReduce, dtype_size(t.dtype()),
-                [this, t, op](SteadyTime deadline) { return run_all_reduce(t, op, deadline); });
+  return submit(
+      CommOp::kAllReduce, dtype_size(t.dtype()),
+      [this, t, op](SteadyTime deadline) { return run_all_reduce(t, op, deadline); },
+      std::move(ready));
 }
 
-CommHandle Communicator::reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) {
+CommHandle Communicator::reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op,
+                                              ReadyEvent ready) {
   const CommOp kind = CommOp::kReduceScatter;
   check_tensor(kind, in, "input");
   check_tensor(kind, out, "output");
@@ -171,12 +181,13 @@ CommHandle Communicator::reduce_scatter_async(const Tensor& in, const Tensor& ou
                      "reduce_scatter: input " + in.describe() + " must hold world_size (" +
                          std::to_string(world_size_) + ") chunks of output " + out.describe());
   check_in_place_or_disjoint(kind, in, out, rank_);
-  return submit(kind, dtype_size(in.dtype()), [this, in, out, op](SteadyTime deadline) {
-    return run_reduce_scatter(in, out, op, deadline);
-  });
+  return submit(
+      kind, dtype_size(in.dtype()),
+      [this, in, out, op](SteadyTime deadline) { return run_reduce_scatter(in, out, op, deadline); },
+      std::move(ready));
 }
 
-CommHandle Communicator::all_gather_async(const Tensor& in, const Tensor& out) {
+CommHandle Communicator::all_gather_async(const Tensor& in, const Tensor& out, ReadyEvent ready) {
   const CommOp kind = CommOp::kAllGather;
   check_tensor(kind, in, "input");
   check_tensor(kind, out, "output");
@@ -184,8 +195,10 @@ CommHandle Communicator::all_gather_async(const Tensor& in, const Tensor& out) {
                      "all_gather: output " + out.describe() + " must hold world_size (" +
                          std::to_string(world_size_) + ") chunks of input " + in.describe());
   check_in_place_or_disjoint(kind, out, in, rank_);
-  return submit(kind, dtype_size(in.dtype()),
-                [this, in, out](SteadyTime deadline) { return run_all_gather(in, out, deadline); });
+  return submit(
+      kind, dtype_size(in.dtype()),
+      [this, in, out](SteadyTime deadline) { return run_all_gather(in, out, deadline); },
+      std::move(ready));
 }
 
 CommHandle Communicator::broadcast_async(const Tensor& t, int root) {

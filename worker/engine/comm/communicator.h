@@ -26,6 +26,8 @@
 
 namespace mixtrain {
 
+class Event;  // backend/backend.h
+
 // Reductions are computed in fp32 and rounded to the tensor's dtype once
 // per ring hop, as NCCL's ring does. Gloo's kMax lets a NaN win; NCCL's may
 // not, so reduce overflow flags (0/1), not raw values, with it.
@@ -48,6 +50,12 @@ struct CommOptions {
   // NCCL: the CUDA device holding this rank's tensors.
   int cuda_device = 0;
 };
+
+// What an op waits for before it reads its inputs: an event recorded on the
+// compute stream after the work that writes them. GPU communicators make
+// their own stream wait for it (no thread blocks); host ones wait for it
+// on their thread. Null: the inputs are ready now.
+using ReadyEvent = std::shared_ptr<const Event>;
 
 // Completion of one asynchronous collective.
 class CommHandle {
@@ -99,16 +107,17 @@ class Communicator {
 
   // t = reduction of every rank's t (fp32, fp16 or bf16), identical bits
   // on every rank.
-  CommHandle all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::kSum);
+  CommHandle all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::kSum,
+                              ReadyEvent ready = nullptr);
   // out = chunk `rank` of the reduction of every rank's in, where in holds
   // world_size chunks of out's numel (same dtype). out may be in's own
   // chunk (in place) or lie outside in.
   CommHandle reduce_scatter_async(const Tensor& in, const Tensor& out,
-                                  ReduceOp op = ReduceOp::kSum);
+                                  ReduceOp op = ReduceOp::kSum, ReadyEvent ready = nullptr);
   // Chunk r of out = rank r's in, where out holds world_size chunks of in's
   // numel (same dtype, any dtype). in may be out's chunk `rank` (in place)
   // or lie outside out.
-  CommHandle all_gather_async(const Tensor& in, const Tensor& out);
+  CommHandle all_gather_async(const Tensor& in, const Tensor& out, ReadyEvent ready = nullptr);
   // t = root's t on every rank (any dtype).
   CommHandle broadcast_async(const Tensor& t, int root);
   // Done once every rank has submitted its barrier.
@@ -145,18 +154,24 @@ class Communicator {
   virtual int64_t run_all_gather(const Tensor& in, const Tensor& out, SteadyTime deadline) = 0;
   virtual int64_t run_broadcast(const Tensor& t, int root, SteadyTime deadline) = 0;
   virtual int64_t run_barrier(SteadyTime deadline) = 0;
+  // Orders the next op after `ready` (ReadyEvent), on the communicator's
+  // thread before the op's deadline starts. The default blocks until it
+  // happened.
+  virtual void wait_ready(const Event& ready);
 
  private:
   struct PendingOp {
     CommOp op;
     size_t element_bytes;  // bytes per counted element
     std::function<int64_t(SteadyTime)> run;
+    ReadyEvent ready;
     std::shared_ptr<CommHandle::State> state;
   };
 
   // Finishes a handle (error null on success), waking its waiters.
   static void complete(CommHandle::State& state, std::exception_ptr error);
-  CommHandle submit(CommOp op, size_t element_bytes, std::function<int64_t(SteadyTime)> run);
+  CommHandle submit(CommOp op, size_t element_bytes, std::function<int64_t(SteadyTime)> run,
+                    ReadyEvent ready = nullptr);
   void thread_main();
   void check_tensor(CommOp op, const Tensor& t, const char* role) const;
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "backend/backend.h"
 #include "backend/cuda/cuda_error.h"
 #include "comm/ring.h"
 #include "common/error.h"
@@ -154,6 +155,16 @@ void NcclCommunicator::run_nccl(CommOp op, SteadyTime deadline, F&& launch) {
     poll(what, deadline);
     std::this_thread::sleep_for(kPollInterval);
   }
+}
+
+void NcclCommunicator::wait_ready(const Event& ready) {
+  void* event = ready.native_handle();
+  if (event == nullptr) {
+    Communicator::wait_ready(ready);
+    return;
+  }
+  MIXTRAIN_CUDA_CHECK(cudaSetDevice(options().cuda_device));
+  MIXTRAIN_CUDA_CHECK(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(event), 0));
 }
 
 int64_t NcclCommunicator::run_all_reduce(const Tensor& t, ReduceOp op, SteadyTime deadline) {

@@ -44,6 +44,8 @@ class NcclCommunicator final : public Communicator {
   int64_t run_all_gather(const Tensor& in, const Tensor& out, SteadyTime deadline) override;
   int64_t run_broadcast(const Tensor& t, int root, SteadyTime deadline) override;
   int64_t run_barrier(SteadyTime deadline) override;
+  // NCCL's stream waits for a CUDA event; no thread blocks.
+  void wait_ready(const Event& ready) override;
 
  private:
   // Enqueues one NCCL call (`launch` makes it and returns its
