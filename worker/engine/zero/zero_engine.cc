@@ -71,6 +71,8 @@ ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, Zer
       grad_dtype_(gpt.grad_dtype()),
       partition_(layout_, comm ? comm->rank() : 0, world_size_),
       optimizer_partition_(settings_.stage == 0 ? ZeroPartition(layout_, 0, 1) : partition_),
+      gathered_buffers_(backend, compute_dtype_, MemoryCategory::kGatheredParams),
+      reduce_buffers_(backend, grad_dtype_, MemoryCategory::kCommBuffers),
       gathered_(layout_.units().size()),
       buckets_(layout_.units().size()),
       weights_(std::make_unique<Weights>(*this)) {
@@ -130,11 +132,12 @@ Tensor ZeroEngine::reachable(const Tensor& chunk) {
   return copy;
 }
 
-Communicator& ZeroEngine::comm_ready() {
-  // A GPU backend's ops run asynchronously on its streams; the
-  // communicator reads the buffers from its own, so they must be done.
-  if (backend_.device_type() != DeviceType::kCpu) backend_.synchronize();
-  return *comm_;
+ReadyEvent ZeroEngine::inputs_ready() {
+  // A GPU backend's ops run asynchronously on its compute stream; the
+  // communicator reads and writes the buffers from its own stream, which
+  // waits for everything enqueued so far (the outputs' allocations too).
+  if (backend_.device_type() == DeviceType::kCpu) return nullptr;
+  return backend_.record_event(StreamKind::kCompute);
 }
 
 Tensor ZeroEngine::allocate(int64_t numel, DType dtype, MemoryCategory category, bool host) {
@@ -170,8 +173,8 @@ std::vector<float> ZeroEngine::gather(State which) {
     const Tensor chunk = tensor.view(shard.partition_offset, {shard.numel});
     const Tensor out = gathered.view(unit.offset, {unit.padded_numel});
     if (comm_ != nullptr) {
-      const Tensor input = reachable(chunk);  // before comm_ready(), which waits for the copy
-      comm_ready().all_gather(input, out);
+      const Tensor input = reachable(chunk);  // before inputs_ready(), which covers the copy
+      comm_->all_gather_async(input, out, inputs_ready()).wait();
     } else {
       backend_.copy(out, chunk);
     }
@@ -235,8 +238,8 @@ void ZeroEngine::gather_weights() {
     const ParameterUnit& unit = layout_.units()[u];
     const UnitShard& shard = partition_.shards()[u];
     handles.push_back(
-        comm_ready().all_gather_async(params_.view(shard.flat_offset, {shard.numel}),
-                                      params_.view(unit.offset, {unit.padded_numel})));
+        comm_->all_gather_async(params_.view(shard.flat_offset, {shard.numel}),
+                                params_.view(unit.offset, {unit.padded_numel}), inputs_ready()));
   }
   for (const CommHandle& handle : handles) handle.wait();
 }
@@ -268,13 +271,12 @@ std::optional<size_t> ZeroEngine::next_unit(size_t unit, GptPass pass) const {
 void ZeroEngine::start_gather(size_t unit_index) {
   const ParameterUnit& unit = layout_.units()[unit_index];
   const UnitShard& shard = partition_.shards()[unit_index];
-  Prefetch prefetch{unit_index,
-                    allocate(unit.padded_numel, compute_dtype_, MemoryCategory::kGatheredParams),
-                    CommHandle()};
+  if (prefetch_) gathered_buffers_.give_back(std::move(prefetch_->buffer));  // not acquired
+  Prefetch prefetch{unit_index, gathered_buffers_.take(unit.padded_numel), CommHandle()};
   const Tensor chunk = params_.view(shard.partition_offset, {shard.numel});
   if (comm_ != nullptr) {
-    const Tensor input = reachable(chunk);  // before comm_ready(), which waits for the copy
-    prefetch.handle = comm_ready().all_gather_async(input, prefetch.buffer);
+    const Tensor input = reachable(chunk);  // before inputs_ready(), which covers the copy
+    prefetch.handle = comm_->all_gather_async(input, prefetch.buffer, inputs_ready());
   } else {
     backend_.copy(prefetch.buffer, chunk);
   }
@@ -293,12 +295,14 @@ void ZeroEngine::on_acquire(size_t unit_index, GptPass pass) {
     prefetch_.reset();
     if (const std::optional<size_t> next = next_unit(unit_index, pass)) start_gather(*next);
   }
-  if (pass == GptPass::kBackward && settings_.stage >= 2)
-    buckets_[unit_index] = allocate(unit.padded_numel, grad_dtype_, MemoryCategory::kCommBuffers);
+  if (pass == GptPass::kBackward && settings_.stage >= 2) {
+    buckets_[unit_index] = reduce_buffers_.take(unit.padded_numel);
+    backend_.set_zero(buckets_[unit_index]);  // backward accumulates into it
+  }
 }
 
 void ZeroEngine::on_release(size_t unit_index, GptPass pass, bool reduce) {
-  if (settings_.stage == 3) gathered_[unit_index] = Tensor();
+  if (settings_.stage == 3) gathered_buffers_.give_back(std::move(gathered_[unit_index]));
   if (pass != GptPass::kBackward) return;
   const ParameterUnit& unit = layout_.units()[unit_index];
   const UnitShard& shard = partition_.shards()[unit_index];
@@ -307,16 +311,18 @@ void ZeroEngine::on_release(size_t unit_index, GptPass pass, bool reduce) {
   if (settings_.stage >= 2) {
     pending.bucket = std::move(buckets_[unit_index]);
     buckets_[unit_index] = Tensor();
-    pending.shard = allocate(shard.numel, grad_dtype_, MemoryCategory::kCommBuffers);
+    pending.shard = reduce_buffers_.take(shard.numel);
     if (comm_ != nullptr) {
-      pending.handle = comm_ready().reduce_scatter_async(pending.bucket, pending.shard);
+      pending.handle = comm_->reduce_scatter_async(pending.bucket, pending.shard, ReduceOp::kSum,
+                                                   inputs_ready());
     } else {
       backend_.copy(pending.shard, pending.bucket);
     }
   } else if (reduce && comm_ != nullptr && settings_.stage == 1) {
     pending.handle =
-        comm_ready().reduce_scatter_async(grads_.view(unit.offset, {unit.padded_numel}),
-                                          grads_.view(shard.flat_offset, {shard.numel}));
+        comm_->reduce_scatter_async(grads_.view(unit.offset, {unit.padded_numel}),
+                                    grads_.view(shard.flat_offset, {shard.numel}), ReduceOp::kSum,
+                                    inputs_ready());
   } else if (reduce && comm_ != nullptr) {
     // Backward releases units from the end of the buffer to its start, so
     // the open bucket grows downwards and stays contiguous.
@@ -338,7 +344,8 @@ void ZeroEngine::flush_bucket() {
   if (bucket_begin_ == bucket_end_) return;
   PendingReduce pending;
   pending.handle =
-      comm_ready().all_reduce_async(grads_.view(bucket_begin_, {bucket_end_ - bucket_begin_}));
+      comm_->all_reduce_async(grads_.view(bucket_begin_, {bucket_end_ - bucket_begin_}),
+                              ReduceOp::kSum, inputs_ready());
   bucket_begin_ = bucket_end_ = 0;
   pending_.push_back(std::move(pending));
   drain(2);
@@ -352,6 +359,8 @@ void ZeroEngine::drain(size_t keep) {
       const UnitShard& shard = partition_.shards()[front.unit];
       const Tensor owned = grads_.view(shard.partition_offset, {shard.numel});
       backend_.add(owned, owned, front.shard);
+      reduce_buffers_.give_back(std::move(front.bucket));
+      reduce_buffers_.give_back(std::move(front.shard));
     }
     pending_.pop_front();
   }
@@ -374,7 +383,7 @@ std::vector<Tensor> ZeroEngine::owned_gradient_views() const {
 float ZeroEngine::all_reduce_scalar(float value, ReduceOp op) {
   if (comm_ == nullptr) return value;
   const Tensor scalar = allocate(1, DType::kF32, MemoryCategory::kCommBuffers);
-  backend_.copy_from_host(scalar, &value);  // synchronous: no comm_ready() needed
+  backend_.copy_from_host(scalar, &value);  // synchronous: no inputs_ready() needed
   comm_->all_reduce(scalar, op);
   float reduced = 0.0f;
   backend_.copy_to_host(&reduced, scalar);

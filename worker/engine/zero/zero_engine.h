@@ -18,7 +18,10 @@
 // the gather when the unit before it in the pass was acquired) and frees
 // them on release; stages 2 and 3 give backward a unit-sized gradient bucket and
 // reduce-scatter it into the partition when backward releases the unit,
-// with at most two buckets in flight. Offload puts master and moments
+// with at most two buckets in flight. Those buffers are taken from and
+// given back to ReusedBuffers, so they are allocated in the first step
+// only. On a GPU no collective waits for the device: each waits, on the
+// communicator's stream, for an event recorded on the compute stream. Offload puts master and moments
 // (offload_optimizer) and stage 3's weight partition (offload_params) in
 // the host pool. The offloaded AdamW runs on the CPU (the CPU backend's
 // vectorized kernel) on any backend: each unit's gradient chunk is copied
@@ -39,6 +42,7 @@
 #include "comm/communicator.h"
 #include "model/gpt.h"
 #include "optim/adamw.h"
+#include "zero/reused_buffers.h"
 #include "zero/zero_partition.h"
 
 namespace mixtrain {
@@ -128,8 +132,9 @@ class ZeroEngine {
   };
 
   const Tensor& state_tensor(State which) const;
-  // The communicator, once the backend's pending work is done (GPU).
-  Communicator& comm_ready();
+  // The event a collective waits for before it touches its buffers: the
+  // compute stream's work so far (GPU); null on the CPU, where it is done.
+  ReadyEvent inputs_ready();
   // `chunk` where the communicator can read it: itself, or (a GPU
   // backend's host-pool tensor) a device copy.
   Tensor reachable(const Tensor& chunk);
@@ -149,7 +154,7 @@ class ZeroEngine {
   void on_release(size_t unit, GptPass pass, bool reduce);
   // The unit a pass acquires after `unit`, or nullopt after its last.
   std::optional<size_t> next_unit(size_t unit, GptPass pass) const;
-  // Starts the stage-3 gather of `unit`'s weights into a new buffer.
+  // Starts the stage-3 gather of `unit`'s weights into a reused buffer.
   void start_gather(size_t unit);
   // Stage 0: submits the all-reduce of the open bucket, if any.
   void flush_bucket();
@@ -172,7 +177,9 @@ class ZeroEngine {
   Tensor params_;  // full working weights (stages 0-2) or partition (stage 3)
   Tensor grads_;   // full gradients (stages 0, 1) or partition (stages 2, 3)
   Tensor master_, adam_m_, adam_v_;
-  std::vector<Tensor> gathered_;  // stage 3: per unit, while acquired
+  ReusedBuffers gathered_buffers_;  // stage 3: what gathered_ and prefetch_ hold
+  ReusedBuffers reduce_buffers_;    // stages 2, 3: buckets and reduced shards
+  std::vector<Tensor> gathered_;    // stage 3: per unit, while acquired
   struct Prefetch {
     size_t unit;
     Tensor buffer;
