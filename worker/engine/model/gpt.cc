@@ -74,8 +74,8 @@ void Gpt::prepare_forward(const Tensor& tokens, const Tensor* targets) {
     grad_acts_.reset();
     acts_ = std::make_unique<GptActivations>(backend_, config_, compute_dtype_, batch, seq);
   }
-  backend_.copy_from_host(acts_->tokens, tokens.data());
-  if (targets != nullptr) backend_.copy_from_host(acts_->targets, targets->data());
+  backend_.copy(acts_->tokens, tokens);
+  if (targets != nullptr) backend_.copy(acts_->targets, *targets);
 }
 
 float Gpt::forward(const Tensor& params, const Tensor& tokens, const Tensor& targets) {

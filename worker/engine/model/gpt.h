@@ -52,7 +52,9 @@ class Gpt {
   // alive until the matching backward returns).
   float forward(GptWeights& weights, const Tensor& tokens, const Tensor& targets);
   // The same without targets (inference): computes only logits(); a
-  // backward() cannot follow.
+  // backward() cannot follow. tokens are uploaded asynchronously: the
+  // caller writes them again only after reading something back (logits)
+  // or after the backend's synchronize().
   void forward(const Tensor& params, const Tensor& tokens);
 
   // The (B,T,V) logits (compute dtype, the model's memory) of the last
@@ -77,7 +79,8 @@ class Gpt {
   // Checks a flat params tensor (compute dtype, layout().numel()).
   void check_params(const char* op, const Tensor& params) const;
   // Checks tokens (and targets when given), (re)allocates the activations
-  // for their (B,T) and copies the ids in.
+  // for their (B,T) and enqueues the ids' upload on the compute stream
+  // (from pinned memory on a GPU: no thread waits for it).
   void prepare_forward(const Tensor& tokens, const Tensor* targets);
   // The forward pass up to the logits (gpt_forward.cc).
   void run_forward(GptWeights& weights);

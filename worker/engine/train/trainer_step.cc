@@ -3,6 +3,7 @@
 // each agreed across the data-parallel ranks by the ZeroEngine.
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "amp/overflow_report.h"
 #include "optim/grad_clip.h"
@@ -78,8 +79,11 @@ StepProgress Trainer::train_step() {
 }
 
 float Trainer::forward(GptWeights& weights, const TokenBatch& batch) {
-  backend_.copy_from_host(tokens_, batch.inputs.data());
-  backend_.copy_from_host(targets_, batch.targets.data());
+  // Written by the host directly (host-readable memory, pinned on a GPU):
+  // the last upload from them is done, since forward() waited for its
+  // losses; the model then uploads them asynchronously.
+  std::memcpy(tokens_.data(), batch.inputs.data(), tokens_.nbytes());
+  std::memcpy(targets_.data(), batch.targets.data(), targets_.nbytes());
   return gpt_.forward(weights, tokens_, targets_);
 }
 
