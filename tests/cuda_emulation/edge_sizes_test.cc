@@ -3,13 +3,15 @@
 // backend against the CPU backend: more rows than the column-sum chunks
 // cover (empty chunks), a GPT-2 vocabulary row computed in place, a
 // sequence over three warp strides, a run of 600 equal ids and ids out of
-// range, more sum_squares blocks than kMaxPartialBlocks, and a non-finite
-// value in a later block. Errors are measured against the largest |value|.
+// range, more sum_squares blocks than kMaxPartialBlocks, a non-finite
+// value in a later block, and elementwise ops in packs, with a tail, and
+// on views off the pack boundary. Errors are measured against the largest |value|.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -76,6 +78,55 @@ TEST(CudaEmulationEdgeSizes, LayerNormWithEmptyChunks) {
       for (int k = 0; k < 5; ++k) result[i][k] = values_of(be, *outputs[k]);
     }
     for (int k = 0; k < 5; ++k) EXPECT_TRUE(agree(result[0][k], result[1][k], dtype)) << names[k];
+  }
+}
+
+// The elementwise kernels read and write 16-byte packs when every tensor
+// starts on a pack boundary, else element by element; both, with a tail
+// shorter than a pack, must give the CPU backend's results (add and cast
+// to the bit: one rounding of the same fp32 value).
+TEST(CudaEmulationEdgeSizes, ElementwiseOpsInPacksAndOnMisalignedViews) {
+  Backends b;
+  const int64_t n = 1003;  // 125 packs of 8 and a tail of 3
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t offset : {int64_t{0}, int64_t{1}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " at offset " + std::to_string(offset));
+      const auto x = random_values(n + 1, 11, -3, 3), y = random_values(n + 1, 12),
+                 z = random_values(n + 1, 13), g = random_values(n + 1, 14);
+      const auto moment = random_values(n + 1, 15, 0, 1);
+      const char* names[] = {"add", "gelu", "gelu_backward", "cast", "master", "m", "v", "param"};
+      std::vector<double> result[2][8];
+      for (int i = 0; i < 2; ++i) {
+        Backend& be = b.side(i);
+        // One element more than used, so that offset 1 is a view off the pack boundary.
+        const auto view = [&](DType type, const std::vector<double>& values) {
+          return make_tensor(be, {n + 1}, type, values).view(offset, {n});
+        };
+        const Tensor a = view(dtype, x), c = view(dtype, y), out = view(dtype, z);
+        be.add(out, a, c);
+        const Tensor gelu = view(dtype, z), dinp = view(dtype, g);
+        be.gelu_forward(gelu, a);
+        be.gelu_backward(dinp, c, a);
+        const Tensor cast = view(dtype == DType::kF32 ? DType::kBF16 : DType::kF32, z);
+        be.cast(cast, a);
+        const Tensor master = view(DType::kF32, x), m = view(DType::kF32, y),
+                     v = view(DType::kF32, moment), param = view(dtype, z);
+        AdamWConfig config;
+        config.lr = 1e-2f;
+        config.weight_decay = 0.1f;
+        config.step = 3;
+        be.adamw_update(master, m, v, c, config, &param);
+        const Tensor* outputs[] = {&out, &gelu, &dinp, &cast, &master, &m, &v, &param};
+        for (int k = 0; k < 8; ++k) result[i][k] = values_of(be, *outputs[k]);
+      }
+      for (int k = 0; k < 8; ++k) {
+        if (k == 0 || k == 3) {
+          EXPECT_EQ(result[0][k], result[1][k]) << names[k];
+        } else {
+          EXPECT_TRUE(agree(result[0][k], result[1][k], dtype)) << names[k];
+        }
+      }
+    }
   }
 }
 

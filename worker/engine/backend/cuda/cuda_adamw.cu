@@ -28,21 +28,31 @@ struct AdamWStep {
   float grad_scale;
 };
 
-template <class Ref>
+// W elements per access: the fp32 state in 16-byte packs, the gradient and
+// the weights written back in packs of the same count.
+template <int W, class Ref>
 __global__ void adamw_kernel(float* master, float* m, float* v, Ref grad, Ref param_out,
                              bool has_param_out, AdamWStep s, int64_t n) {
-  for (int64_t i = gpu::thread_index(); i < n; i += gpu::grid_size()) {
-    const float g = grad.load(i) * s.grad_scale;
-    const float param = master[i] * s.decay;
-    const float m_new = s.beta1 * m[i] + (1.0f - s.beta1) * g;
-    const float v_new = s.beta2 * v[i] + (1.0f - s.beta2) * g * g;
-    const float denom = sqrtf(v_new) / s.bias_correction2_sqrt + s.eps;
-    const float updated = param - s.step_size * m_new / denom;
-    m[i] = m_new;
-    v[i] = v_new;
-    master[i] = updated;
-    if (has_param_out) param_out.store(i, updated);
-  }
+  gpu::for_each_pack<W>(n, [&](int64_t i, auto width) {
+    constexpr int K = decltype(width)::value;
+    float g[K], param[K], m_k[K], v_k[K];
+    grad.template load_pack<K>(i, g);
+    gpu::load_pack<K>(master, i, param);
+    gpu::load_pack<K>(m, i, m_k);
+    gpu::load_pack<K>(v, i, v_k);
+    for (int j = 0; j < K; ++j) {
+      const float gj = g[j] * s.grad_scale;
+      const float decayed = param[j] * s.decay;
+      m_k[j] = s.beta1 * m_k[j] + (1.0f - s.beta1) * gj;
+      v_k[j] = s.beta2 * v_k[j] + (1.0f - s.beta2) * gj * gj;
+      const float denom = sqrtf(v_k[j]) / s.bias_correction2_sqrt + s.eps;
+      param[j] = decayed - s.step_size * m_k[j] / denom;
+    }
+    gpu::store_pack<K>(m, i, m_k);
+    gpu::store_pack<K>(v, i, v_k);
+    gpu::store_pack<K>(master, i, param);
+    if (has_param_out) param_out.template store_pack<K>(i, param);
+  });
 }
 
 }  // namespace
@@ -75,10 +85,14 @@ void CudaBackend::adamw_update(const Tensor& master, const Tensor& m, const Tens
   gpu::dispatch_compute({&grad, param_out}, op, [&](auto policy) {
     using P = decltype(policy);
     if (n == 0) return;
-    adamw_kernel<<<gpu::grid_blocks(n), gpu::kBlockThreads, 0, stream>>>(
-        master.data_as<float>(), m.data_as<float>(), v.data_as<float>(), P::ref(grad),
-        param_out != nullptr ? P::ref(*param_out) : P::none(), param_out != nullptr, s, n);
-    MIXTRAIN_CUDA_CHECK_LAUNCH("adamw_kernel");
+    constexpr int kWidth = P::kPackWidth < 4 ? P::kPackWidth : 4;  // 4 fp32 per 16 bytes
+    gpu::dispatch_pack_width<kWidth>({&master, &m, &v, &grad, param_out}, [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      adamw_kernel<W><<<gpu::grid_blocks(n / W), gpu::kBlockThreads, 0, stream>>>(
+          master.data_as<float>(), m.data_as<float>(), v.data_as<float>(), P::ref(grad),
+          param_out != nullptr ? P::ref(*param_out) : P::none(), param_out != nullptr, s, n);
+      MIXTRAIN_CUDA_CHECK_LAUNCH("adamw_kernel");
+    });
   });
 }
 

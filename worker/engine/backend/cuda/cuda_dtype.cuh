@@ -17,8 +17,10 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "backend/tensor.h"
 #include "numerics/dtype.h"
@@ -68,12 +70,36 @@ template <> __device__ inline Fp8E5M2 from_f32<Fp8E5M2>(float x) {
   return {__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2)};
 }
 
+// ---- packs: W consecutive elements in one memory access -------------------
+// Memory-bound kernels reach the GPU's bandwidth with 128-bit accesses;
+// element by element a 16-bit tensor is read 2 bytes per instruction.
+template <class T, int W> struct alignas(sizeof(T) * W) Pack {
+  T v[W];
+};
+template <int W, class T> __device__ inline void load_pack(const T* data, int64_t i, float (&out)[W]) {
+  const Pack<T, W> pack = *reinterpret_cast<const Pack<T, W>*>(data + i);
+  for (int j = 0; j < W; ++j) out[j] = to_f32(pack.v[j]);
+}
+template <int W, class T> __device__ inline void store_pack(T* data, int64_t i, const float (&in)[W]) {
+  Pack<T, W> pack;
+  for (int j = 0; j < W; ++j) pack.v[j] = from_f32<T>(in[j]);
+  *reinterpret_cast<Pack<T, W>*>(data + i) = pack;
+}
+
 // ---- accessors ------------------------------------------------------------
 // Elements of a tensor whose dtype T is known at compile time.
 template <class T> struct Typed {
   T* data;
   __device__ float load(int64_t i) const { return to_f32(data[i]); }
   __device__ void store(int64_t i, float value) const { data[i] = from_f32<T>(value); }
+  // Elements i .. i+W-1 in one access: data + i must be aligned to W
+  // elements (vector_width() checks the tensors).
+  template <int W> __device__ void load_pack(int64_t i, float (&out)[W]) const {
+    gpu::load_pack<W>(data, i, out);
+  }
+  template <int W> __device__ void store_pack(int64_t i, const float (&in)[W]) const {
+    gpu::store_pack<W>(data, i, in);
+  }
 };
 
 // Elements of a tensor of any compute dtype, chosen at run time.
@@ -96,6 +122,13 @@ struct AnyCompute {
       default: static_cast<float*>(data)[i] = value; break;
     }
   }
+  // Element by element: mixed dtypes are never packed (kPackWidth is 1).
+  template <int W> __device__ void load_pack(int64_t i, float (&out)[W]) const {
+    for (int j = 0; j < W; ++j) out[j] = load(i + j);
+  }
+  template <int W> __device__ void store_pack(int64_t i, const float (&in)[W]) const {
+    for (int j = 0; j < W; ++j) store(i + j, in[j]);
+  }
 };
 
 // The CUDA element type of a numerics/ storage type.
@@ -103,15 +136,18 @@ template <class T> struct CudaElement { using type = T; };
 template <> struct CudaElement<Half> { using type = __half; };
 template <> struct CudaElement<BFloat16> { using type = __nv_bfloat16; };
 
-// Accessor policies: Ref is the accessor type, ref() makes one for a tensor.
+// Accessor policies: Ref is the accessor type, ref() makes one for a tensor,
+// kPackWidth the elements of one 16-byte access.
 template <class T> struct SameDtype {
   using Ref = Typed<T>;
+  static constexpr int kPackWidth = 16 / sizeof(T);
   static Ref ref(const Tensor& t) { return {static_cast<T*>(t.data())}; }
   // An accessor for an absent optional tensor (never dereferenced).
   static Ref none() { return {nullptr}; }
 };
 struct MixedDtypes {
   using Ref = AnyCompute;
+  static constexpr int kPackWidth = 1;
   static Ref ref(const Tensor& t) { return {t.data(), t.dtype()}; }
   static Ref none() { return {nullptr, DType::kF32}; }
 };
@@ -139,6 +175,25 @@ void dispatch_compute(std::initializer_list<const Tensor*> tensors, const char* 
   dispatch_float(first->dtype(), op, [&](auto tag) {
     f(SameDtype<typename CudaElement<decltype(tag)>::type>{});
   });
+}
+
+// Calls f(std::integral_constant<int, W>{}) with W = kMaxWidth when every
+// non-null tensor in `tensors` starts on a boundary of kMaxWidth of its
+// elements (views at other offsets exist), else W = 1: the pack width of a
+// kernel templated on it.
+template <int kMaxWidth, class F>
+void dispatch_pack_width(std::initializer_list<const Tensor*> tensors, F&& f) {
+  bool aligned = true;
+  for (const Tensor* t : tensors) {
+    if (t == nullptr) continue;
+    const auto address = reinterpret_cast<uintptr_t>(t->data());
+    aligned = aligned && address % (kMaxWidth * dtype_size(t->dtype())) == 0;
+  }
+  if (aligned) {
+    f(std::integral_constant<int, kMaxWidth>{});
+  } else {
+    f(std::integral_constant<int, 1>{});
+  }
 }
 
 // Calls f(T{}) with T the CUDA element type of `dtype`, for every float

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace mixtrain::gpu {
 
@@ -28,6 +29,22 @@ __device__ inline int64_t thread_index() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 __device__ inline int64_t grid_size() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// A grid-stride loop over n elements W at a time: f(i, width) for each
+// full pack (i a multiple of W, width an std::integral_constant<int, W>),
+// then f(i, integral_constant<int, 1>) for each of the last n % W elements.
+// Launch grid_blocks(n / W) blocks.
+template <int W, class F> __device__ inline void for_each_pack(int64_t n, F&& f) {
+  const int64_t packs = n / W;
+  for (int64_t p = thread_index(); p < packs; p += grid_size()) {
+    f(p * W, std::integral_constant<int, W>{});
+  }
+  if constexpr (W > 1) {
+    for (int64_t i = packs * W + thread_index(); i < n; i += grid_size()) {
+      f(i, std::integral_constant<int, 1>{});
+    }
+  }
+}
 
 template <class T> __device__ inline T warp_sum(T v) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
