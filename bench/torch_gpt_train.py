@@ -14,10 +14,16 @@ the reference netlib BLAS unless e.g. libopenblas0 is):
 
   torch_gpt_train precision=fp32 params=10844160 steps=2 tokens_per_second=39.1 blas=PATH
 
+On a GPU (--device cuda, bench/gpu_train_bench.py) it is what a PyTorch
+user runs there: flash attention (scaled_dot_product_attention), fused
+AdamW, bf16 autocast, and with --compile the model under torch.compile;
+the line then says device=NAME instead of blas=.
+
 Usage: torch_gpt_train.py [--precision fp32|bf16] [--data FILE] [--steps N]
        [--warmup N] [--min-seconds S] [--layers 6] [--heads 6] [--dim 384]
-       [--seq-len 256] [--micro-batch 8] [--seed 1337]
-Without --data it trains on random bytes (throughput does not depend on them).
+       [--seq-len 256] [--micro-batch 8] [--vocab 256] [--seed 1337]
+       [--device cpu|cuda] [--compile]
+Without --data it trains on random tokens (throughput does not depend on them).
 """
 import argparse
 import math
@@ -28,7 +34,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-VOCAB = 256  # bytes
 INIT_STD = 0.02
 
 
@@ -50,16 +55,20 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
-        att = scores.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(dim=-1)
-        x = x + self.attn_proj((att @ v).transpose(1, 2).reshape(B, T, C))
+        if x.is_cuda:  # flash attention
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch 1.13 (Debian's) has no scaled_dot_product_attention
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
+            y = scores.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(dim=-1) @ v
+        x = x + self.attn_proj(y.transpose(1, 2).reshape(B, T, C))
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, heads, dim, seq_len):
+    def __init__(self, layers, heads, dim, seq_len, vocab):
         super().__init__()
-        self.wte = nn.Embedding(VOCAB, dim)
+        self.vocab = vocab
+        self.wte = nn.Embedding(vocab, dim)
         self.wpe = nn.Embedding(seq_len, dim)
         self.blocks = nn.ModuleList(Block(dim, heads, seq_len) for _ in range(layers))
         self.ln_f = nn.LayerNorm(dim)
@@ -73,17 +82,17 @@ class GPT(nn.Module):
                 nn.init.zeros_(p)
 
     def forward(self, tokens, targets):  # tokens, targets (B,T)
-        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1]))
+        x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1], device=tokens.device))
         for block in self.blocks:
             x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
-        return F.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
+        return F.cross_entropy(logits.view(-1, self.vocab), targets.reshape(-1))
 
 
-def load_tokens(path, seed):
+def load_tokens(path, seed, vocab):
     """The training split: bytes of `path` before mixtrain's 10% validation tail."""
     if path is None:
-        return torch.randint(0, VOCAB, (1 << 20,), generator=torch.Generator().manual_seed(seed))
+        return torch.randint(0, vocab, (1 << 20,), generator=torch.Generator().manual_seed(seed))
     with open(path, "rb") as f:
         data = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8).long()
     return data[: int(len(data) * 0.9)]
@@ -108,41 +117,55 @@ def main():
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--seq-len", type=int, default=256)
     parser.add_argument("--micro-batch", type=int, default=8)
+    parser.add_argument("--vocab", type=int, default=256)
     parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
 
+    cuda = args.device == "cuda"
     torch.set_num_threads(os.cpu_count())
     torch.manual_seed(args.seed)
-    model = GPT(args.layers, args.heads, args.dim, args.seq_len)
+    model = GPT(args.layers, args.heads, args.dim, args.seq_len, args.vocab).to(args.device)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() != 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                                    {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=6e-4, betas=(0.9, 0.95))
-    data = load_tokens(args.data, args.seed)
+                                  lr=6e-4, betas=(0.9, 0.95), **({"fused": True} if cuda else {}))
+    run_model = torch.compile(model) if args.compile else model
+    data = load_tokens(args.data, args.seed, args.vocab)
     B, T = args.micro_batch, args.seq_len
 
     def step():
         starts = torch.randint(0, len(data) - T, (B,))
         window = torch.stack([data[s:s + T + 1] for s in starts])
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-            loss = model(window[:, :-1], window[:, 1:])
+        if cuda:
+            window = window.pin_memory().to(args.device, non_blocking=True)
+        with torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            loss = run_model(window[:, :-1], window[:, 1:])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
 
+    def now():
+        if cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
     for _ in range(args.warmup):
         step()
-    start = time.perf_counter()
+    start = now()
     steps = 0
-    while steps < args.steps or time.perf_counter() - start < args.min_seconds:
+    while steps < args.steps or now() - start < args.min_seconds:
         step()
         steps += 1
-    seconds = time.perf_counter() - start
+    seconds = now() - start
     params = sum(p.numel() for p in model.parameters())
+    where = (f"device={torch.cuda.get_device_name().replace(' ', '_')}" if cuda
+             else f"blas={blas_libraries()}")
     print(f"torch_gpt_train precision={args.precision} params={params} steps={steps} "
-          f"tokens_per_second={steps * B * T / seconds:.1f} blas={blas_libraries()}")
+          f"tokens_per_second={steps * B * T / seconds:.1f} {where}")
 
 
 if __name__ == "__main__":

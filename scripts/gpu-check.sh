@@ -5,7 +5,10 @@
 # there (MIXTRAIN_ENGINE_ONLY, CUDA required) and runs its tests: the
 # backend parity suite then checks every CUDA op against the CPU backend,
 # again under compute-sanitizer's memcheck and racecheck, and the NCCL test
-# runs under initcheck. Every log lands in one directory to bring back.
+# runs under initcheck. Last, bench/gpu_train_bench.py trains on the GPU:
+# the first steps against the CPU backend's, and GPT-2 124M's tokens/s and
+# MFU next to PyTorch's (GPU_CHECK_BENCH=0 skips it). Every log lands in
+# one directory to bring back.
 #
 #   scripts/gpu-deps.sh          (here, once: GoogleTest's sources into third_party/)
 #   scripts/gpu-check.sh [RESULTS_DIR]      (there; default ./gpu-results)
@@ -63,9 +66,8 @@ note "$(grep -c '^GPU ' <<<"$gpus") GPU(s): $(grep '^GPU ' <<<"$gpus" | head -1)
 
 # ---- configure ------------------------------------------------------------------
 configure_args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMIXTRAIN_ENGINE_ONLY=ON
-                -DMIXTRAIN_CUDA=ON -DMIXTRAIN_BUILD_TESTS=ON -DMIXTRAIN_BUILD_BENCH=OFF)
-# Every benchmark in bench/ measures the CPU side, and the host emulation of
-# CUDA is for machines without a GPU: neither is worth this machine's time.
+                -DMIXTRAIN_CUDA=ON -DMIXTRAIN_BUILD_TESTS=ON -DMIXTRAIN_BUILD_BENCH=ON)
+# The host emulation of CUDA is for machines without a GPU.
 configure_args+=(-DMIXTRAIN_CUDA_EMULATION=OFF)
 if [ ! -f "$build/CMakeCache.txt" ] && ! command -v make >/dev/null; then
   if command -v ninja >/dev/null; then
@@ -152,6 +154,19 @@ else
   else
     fail "compute-sanitizer not found: memcheck and racecheck did not run"
   fi
+fi
+
+# ---- training on the GPU -----------------------------------------------------------
+if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
+  python=$(command -v python3 || echo /usr/bin/python3)
+  timeout 300 "$python" "$root/bench/gpu_train_bench.py" "$build" >"$results/train-bench.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    fail "gpu_train_bench failed (exit $rc), see train-bench.log"
+  else
+    note "gpu_train_bench passed ($(elapsed) so far)"
+  fi
+  grep -E '^(compare|mixtrain:)' "$results/train-bench.log" | tee -a "$summary"
 fi
 
 note "done in $(elapsed); results in $results"
