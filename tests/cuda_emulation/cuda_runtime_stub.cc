@@ -104,6 +104,7 @@ RuntimeCalls runtime_calls() {
   std::lock_guard lock(calls_mu);
   return calls;
 }
+void count_lt_matmul() { count(&emu::RuntimeCalls::lt_matmuls); }
 void hold_events(bool held) {
   std::lock_guard lock(calls_mu);
   events_held = held;

@@ -4,8 +4,8 @@
 // cover (empty chunks), a GPT-2 vocabulary row computed in place, a
 // sequence over three warp strides, a run of 600 equal ids and ids out of
 // range, more sum_squares blocks than kMaxPartialBlocks, a non-finite
-// value in a later block, and elementwise ops in packs, with a tail, and
-// on views off the pack boundary. Errors are measured against the largest |value|.
+// value in a later block, elementwise ops in packs, with a tail, and on
+// views off the pack boundary, and linear layers fused into cuBLASLt. Errors are measured against the largest |value|.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend_test_util.h"
+#include "runtime_calls.h"
 
 namespace mixtrain::backend_test {
 namespace {
@@ -127,6 +128,40 @@ TEST(CudaEmulationEdgeSizes, ElementwiseOpsInPacksAndOnMisalignedViews) {
         }
       }
     }
+  }
+}
+
+// A linear layer with a bias (and GELU) runs as one cuBLASLt GEMM when its
+// rows are 16-byte aligned, and as cuBLAS plus kernels otherwise; both
+// give the CPU backend's results. The GPT's MLP shape: 4 * dim columns.
+TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasAndGeluIntoCublasLtWhenAligned) {
+  Backends b;
+  for (int64_t in : {int64_t{64}, int64_t{63}}) {
+    SCOPED_TRACE("in = " + std::to_string(in));
+    const int64_t rows = 32, out = 4 * in;
+    const auto x = random_values(rows * in, 21), w = random_values(out * in, 22, -0.2, 0.2),
+               bias = random_values(out, 23);
+    std::vector<double> pre[2], act[2];
+    int lt_calls = 0;
+    for (int i = 0; i < 2; ++i) {
+      Backend& be = b.side(i);
+      const Tensor fc = be.empty({rows, out}, DType::kBF16, MemoryCategory::kActivations);
+      const Tensor gelu = be.empty({rows, out}, DType::kBF16, MemoryCategory::kActivations);
+      const Tensor bias_t = make_tensor(be, {out}, DType::kBF16, bias);
+      MatmulOptions options;
+      options.trans_b = true;
+      options.bias = &bias_t;
+      options.gelu_out = &gelu;
+      const int before = emu::runtime_calls().lt_matmuls;
+      be.matmul(fc, make_tensor(be, {rows, in}, DType::kBF16, x),
+                make_tensor(be, {out, in}, DType::kBF16, w), options);
+      if (i == 0) lt_calls = emu::runtime_calls().lt_matmuls - before;
+      pre[i] = values_of(be, fc);
+      act[i] = values_of(be, gelu);
+    }
+    EXPECT_EQ(lt_calls, in % 8 == 0 ? 1 : 0);  // 63 bf16 = 126 bytes a row: off 16
+    EXPECT_TRUE(agree(pre[0], pre[1], DType::kBF16));
+    EXPECT_TRUE(agree(act[0], act[1], DType::kBF16));
   }
 }
 

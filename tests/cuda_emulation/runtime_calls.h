@@ -1,8 +1,9 @@
 // Why: the emulation runs every stream's work at once, in call order, so
 // it cannot show a missing wait; what it can show is which runtime calls
 // the backend makes. The stub runtime (cuda_runtime_stub.cc) counts the
-// ones that block or allocate and logs the ones that order streams, and
-// lets a test hold events "not ready" as if the GPU were still busy.
+// ones that block or allocate (and the cuBLASLt GEMMs), logs the ones that
+// order streams, and lets a test hold events "not ready" as if the GPU
+// were still busy.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,12 +19,15 @@ struct RuntimeCalls {
   int pool_allocations = 0;         // cudaMallocAsync
   int pool_frees = 0;               // cudaFreeAsync
   int pinned_allocations = 0;       // cudaMallocHost
+  int lt_matmuls = 0;               // cublasLtMatmul (cublaslt_stub.cc)
   // "record e<N> on s<M>", "s<M> waits e<N>", "free on s<M>", in call order.
   std::vector<std::string> stream_order;
 };
 
 // The calls made so far in this process.
 RuntimeCalls runtime_calls();
+// Counts one cublasLtMatmul (the cuBLASLt stub's).
+void count_lt_matmul();
 // While held, cudaEventQuery answers cudaErrorNotReady for every event.
 void hold_events(bool held);
 // "s<M>", the name `stream` has in stream_order.

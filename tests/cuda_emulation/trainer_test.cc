@@ -74,8 +74,11 @@ TEST_P(CudaEmulationTrainer, ThreeStepsMatchTheCpuBackend) {
   // Adam's first steps move each weight by about lr = 1e-2 whatever the
   // gradient's size, so a near-zero gradient whose sign differs moves it
   // the other way: a few such weights are allowed in 16-bit runs, none in
-  // fp32.
-  EXPECT_LE(far, fp32 ? 0u : weights[0].size() / 100)
+  // fp32. CUDA's MLP takes GELU in cuBLASLt's epilogue, of the fp32
+  // pre-activation, where the CPU takes it of the 16-bit rounded one: in
+  // bf16 that flips 2.3% of the weights after three steps (under 1%
+  // without the fusion), so 3% are allowed.
+  EXPECT_LE(far, fp32 ? 0u : weights[0].size() * 3 / 100)
       << far << " of " << weights[0].size() << " weights differ by more than 1e-3";
   EXPECT_LT(worst, 0.07);
 }

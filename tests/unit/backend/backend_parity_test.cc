@@ -371,7 +371,7 @@ struct MatmulCase {
   DType c;
 };
 
-TEST_P(BackendParityTest, MatmulEveryLayoutBiasBetaAndDtype) {
+TEST_P(BackendParityTest, MatmulEveryLayoutBiasBetaGeluAndDtype) {
   const MatmulCase cases[] = {{DType::kF32, DType::kF32},  {DType::kBF16, DType::kBF16},
                               {DType::kF16, DType::kF16},  {DType::kBF16, DType::kF32},
                               {DType::kF16, DType::kF32},  {DType::kBF16, DType::kF16},
@@ -400,6 +400,36 @@ TEST_P(BackendParityTest, MatmulEveryLayoutBiasBetaAndDtype) {
           be.matmul(c.*s, a.*s, b.*s, options);
         });
         expect_close(c, loosest({mc.ab, mc.c}), what.str());
+      }
+    }
+  }
+  // A linear layer of 16-byte rows: its bias and GELU fused into cuBLASLt's
+  // epilogue on CUDA (C keeps the pre-activation).
+  const int64_t rows = 24, in = 40, out = 32;
+  for (DType dtype : kFloatTypes) {
+    for (int layout = 0; layout < 4; ++layout) {
+      for (int variant = 0; variant < 4; ++variant) {  // bias, bias + GELU, GELU, bias + beta
+        const bool trans_a = layout & 1, trans_b = layout & 2;
+        std::ostringstream what;
+        what << "linear " << dtype_name(dtype) << " trans_a " << trans_a << " trans_b "
+             << trans_b << " variant " << variant;
+        SCOPED_TRACE(what.str());
+        const Twin a = make_random(trans_a ? Shape{in, rows} : Shape{rows, in}, dtype, ++seed);
+        const Twin b = make_random(trans_b ? Shape{out, in} : Shape{in, out}, dtype, ++seed);
+        const Twin c = make_random({rows, out}, dtype, ++seed);
+        const Twin gelu = make_random({rows, out}, dtype, ++seed);
+        const Twin bias = make_random({out}, dtype, ++seed);
+        run_both([&](Backend& be, Side s) {
+          MatmulOptions options;
+          options.trans_a = trans_a;
+          options.trans_b = trans_b;
+          if (variant != 2) options.bias = &(bias.*s);
+          if (variant == 1 || variant == 2) options.gelu_out = &(gelu.*s);
+          if (variant == 3) options.beta = 1.0f;
+          be.matmul(c.*s, a.*s, b.*s, options);
+        });
+        expect_close(c, parity_tolerance(dtype), what.str());
+        if (variant == 1 || variant == 2) expect_close(gelu, parity_tolerance(dtype), what.str());
       }
     }
   }

@@ -413,6 +413,14 @@ TEST(CpuMatmulErrors, BadShapesAndDtypesThrowInvalidArgument) {
       },
       {"batch sizes differ"}));
   EXPECT_TRUE(throws_invalid_argument([&] { backend->matmul(a, a, t({3, 3}), {}); }, {"overlaps"}));
+  MatmulOptions with_gelu;
+  with_gelu.gelu_out = &c;  // C keeps the pre-activation: not also the output
+  EXPECT_TRUE(throws_invalid_argument([&] { backend->matmul(c, a, b, with_gelu); },
+                                      {"gelu_out", "is C itself"}));
+  Tensor wrong_gelu = t({5, 4});
+  with_gelu.gelu_out = &wrong_gelu;
+  EXPECT_TRUE(throws_invalid_argument([&] { backend->matmul(c, a, b, with_gelu); },
+                                      {"gelu_out fp32(5, 4)"}));
   Tensor wrong_bias = t({4});
   MatmulOptions with_bias;
   with_bias.bias = &wrong_bias;

@@ -50,6 +50,11 @@ struct MatmulOptions {
   const Tensor* bias = nullptr;  // (N), added to every row of C
   float alpha = 1.0f;
   float beta = 0.0f;             // 1 accumulates into C
+  // When set (C's shape, disjoint from C): gelu_out = GELU (tanh
+  // approximation) of the pre-activation, which C keeps. The CPU applies
+  // it to C as stored; CUDA, where the GELU (and the bias) run in the
+  // GEMM's epilogue, to the fp32 value before C's rounding.
+  const Tensor* gelu_out = nullptr;
 };
 
 struct AdamWConfig {

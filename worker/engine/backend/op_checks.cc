@@ -81,6 +81,16 @@ void check_same_or_disjoint(const char* op, const char* a_name, const Tensor& a,
   }
 }
 
+void check_gelu_out(const char* op, const Tensor& c, const Tensor* gelu_out) {
+  if (gelu_out == nullptr) return;
+  check_float(op, "gelu_out", *gelu_out);
+  check_shape(op, "gelu_out", *gelu_out, c.shape());
+  check_same_or_disjoint(op, "gelu_out", *gelu_out, "C", c);
+  if (gelu_out->nbytes() > 0 && gelu_out->data() == c.data()) {
+    fail(op, "gelu_out", *gelu_out, "is C itself; C keeps the pre-activation");
+  }
+}
+
 void check_ids(const char* op, const char* name, const Tensor& ids, int64_t limit,
                const char* limit_name) {
   check_defined(op, name, ids);

@@ -39,6 +39,10 @@ void check_matrix(const char* op, const char* name, const Tensor& t, int64_t row
 void check_same_or_disjoint(const char* op, const char* a_name, const Tensor& a, const char* b_name,
                             const Tensor& b);
 
+// matmul's optional GELU output: C's shape, fp32/fp16/bf16, no byte shared
+// with C (it keeps the pre-activation). Nothing to check when null.
+void check_gelu_out(const char* op, const Tensor& c, const Tensor* gelu_out);
+
 // Every value of the int32 host-readable tensor `ids` lies in [0, limit); otherwise the
 // message names the first bad value, its index, and `limit_name` (e.g.
 // "vocab size").

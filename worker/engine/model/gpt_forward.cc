@@ -10,13 +10,16 @@ void Gpt::run_forward(GptWeights& weights) {
   GptActivations& a = *acts_;
   Backend& be = backend_;
   auto param = [&](const ParameterInfo& info) { return weights.param(info); };
-  // out = in W^T + b for the linear layer (weight, bias) of `layer`.
+  // out = in W^T + b for the linear layer (weight, bias) of `layer`, and
+  // gelu_out = gelu(out) when given (fused into the GEMM on CUDA).
   auto linear = [&](const Tensor& out, const Tensor& in, int64_t layer, BlockParameter weight,
-                    BlockParameter bias) {
+                    BlockParameter bias, const Tensor* gelu_out = nullptr) {
     const Tensor b = param(layout_.block(layer, bias));
+    const Tensor gelu_rows = gelu_out != nullptr ? rows(*gelu_out) : Tensor();
     MatmulOptions options;
     options.trans_b = true;
     options.bias = &b;
+    options.gelu_out = gelu_out != nullptr ? &gelu_rows : nullptr;
     be.matmul(rows(out), rows(in), param(layout_.block(layer, weight)), options);
   };
 
@@ -42,8 +45,8 @@ void Gpt::run_forward(GptWeights& weights) {
     be.layernorm_forward(blk.ln2, blk.ln2_mean, blk.ln2_rstd, blk.residual2,
                          param(layout_.block(l, BlockParameter::kLn2Weight)),
                          param(layout_.block(l, BlockParameter::kLn2Bias)));
-    linear(blk.fch, blk.ln2, l, BlockParameter::kMlpFcWeight, BlockParameter::kMlpFcBias);
-    be.gelu_forward(blk.fch_gelu, blk.fch);
+    linear(blk.fch, blk.ln2, l, BlockParameter::kMlpFcWeight, BlockParameter::kMlpFcBias,
+           &blk.fch_gelu);
     linear(a.projection, blk.fch_gelu, l, BlockParameter::kMlpProjWeight,
            BlockParameter::kMlpProjBias);
     be.add(blk.residual3, blk.residual2, a.projection);

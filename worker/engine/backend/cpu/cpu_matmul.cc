@@ -1,11 +1,13 @@
 // Why: the linear layer on the CPU, forward and backward side by side: the
-// forward and the input/weight gradients are GEMMs (CpuGemm), and the bias
+// forward (then its GELU, when asked) and the input/weight gradients are
+// GEMMs (CpuGemm), and the bias
 // gradient is a column sum, accumulated in fp32 per column block so each
 // thread owns its columns and needs no reduction.
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_gemm.h"
+#include "backend/op_checks.h"
 #include "common/cpu_features.h"
 
 namespace mixtrain {
@@ -27,7 +29,9 @@ MIXTRAIN_MULTIVERSION void add_column_block(float* sums, const T* src, int64_t r
 
 void CpuBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
                         const MatmulOptions& options) {
+  op_checks::check_gelu_out("matmul", c, options.gelu_out);
   gemm_->matmul(c, a, b, options);
+  if (options.gelu_out != nullptr) gelu_forward(*options.gelu_out, c);
 }
 
 void CpuBackend::bias_backward(const Tensor& dbias, const Tensor& dout) {

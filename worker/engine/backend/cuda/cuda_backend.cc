@@ -60,6 +60,10 @@ void CudaBackend::CublasDeleter::operator()(cublasHandle_t handle) const {
   (void)cublasDestroy(handle);
 }
 
+void CudaBackend::CublasDeleter::operator()(cublasLtHandle_t handle) const {
+  (void)cublasLtDestroy(handle);
+}
+
 CudaBackend::CudaBackend(int device) : CudaBackend(std::make_shared<CudaMemory>(device)) {}
 
 CudaBackend::CudaBackend(std::shared_ptr<CudaMemory> memory)
@@ -79,6 +83,9 @@ CudaBackend::CudaBackend(std::shared_ptr<CudaMemory> memory)
       empty({static_cast<int64_t>(workspace_bytes)}, kByteDType, MemoryCategory::kWorkspace);
   MIXTRAIN_CUBLAS_CHECK(
       cublasSetWorkspace(handle, cublas_workspace_.data(), cublas_workspace_.nbytes()));
+  cublasLtHandle_t lt = nullptr;
+  MIXTRAIN_CUBLAS_CHECK(cublasLtCreate(&lt));
+  cublas_lt_.reset(lt);
 }
 
 CudaBackend::~CudaBackend() {

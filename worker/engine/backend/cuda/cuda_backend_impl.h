@@ -88,9 +88,12 @@ class CudaBackend final : public Backend {
   // Makes this backend's device current on the calling thread and returns
   // the compute stream that every op enqueues its work on.
   cudaStream_t begin_op();
-  // The cuBLAS handle (bound to the compute stream and its own workspace)
+  // The cuBLAS and cuBLASLt handles (the compute stream, one workspace)
   // and whether fp32 GEMMs may use TF32.
-  gpu::Blas blas() const { return {cublas_.get(), tf32_}; }
+  gpu::Blas blas() const {
+    return {cublas_.get(), tf32_, cublas_lt_.get(), memory_->compute(), cublas_workspace_.data(),
+            cublas_workspace_.nbytes()};
+  }
   // One op's temporary device buffers, one tensor per request in order,
   // carved (256-byte aligned) from a grow-only workspace counted as
   // MemoryCategory::kWorkspace. Contents are uninitialized. They stay valid
@@ -103,8 +106,10 @@ class CudaBackend final : public Backend {
  private:
   struct CublasDeleter {
     void operator()(cublasHandle_t handle) const;
+    void operator()(cublasLtHandle_t handle) const;
   };
   using CublasHandle = std::unique_ptr<cublasContext, CublasDeleter>;
+  using CublasLtHandle = std::unique_ptr<cublasLtContext, CublasDeleter>;
 
   explicit CudaBackend(std::shared_ptr<CudaMemory> memory);
   cudaStream_t stream(StreamKind kind) const;
@@ -117,6 +122,7 @@ class CudaBackend final : public Backend {
   bool tf32_ = false;  // fp32 GEMMs may use TF32 tensor cores
   Tensor cublas_workspace_;  // handed to cuBLAS, counted as workspace
   CublasHandle cublas_;
+  CublasLtHandle cublas_lt_;  // shares cublas_workspace_: both run on the compute stream
   Tensor scratch_;  // grows to the largest scratch() request
 };
 

@@ -1,9 +1,13 @@
-// Why: the one cuBLAS call behind matmul and the attention GEMMs. The
-// engine's matrices are row-major and cuBLAS's are column-major; a
-// row-major X is the column-major X^T, so C = op(A) op(B) is computed as
-// C^T = op(B)^T op(A)^T by swapping the operands, with no copies.
+// Why: the cuBLAS calls behind matmul and the attention GEMMs: one
+// cublasGemmStridedBatchedEx for plain products, and cuBLASLt for a linear
+// layer whose bias (and GELU, as llm.c does) are fused into the GEMM's
+// epilogue instead of costing passes of their own. The engine's matrices
+// are row-major and cuBLAS's are column-major; a row-major X is the
+// column-major X^T, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T
+// by swapping the operands, with no copies.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <cstdint>
@@ -22,11 +26,16 @@ struct GemmOperand {
   bool transposed;       // the product uses this matrix transposed
 };
 
-// The cuBLAS handle a GEMM runs on and whether fp32 inputs may be rounded
-// to TF32 for tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
+// The cuBLAS handles a GEMM runs on (both bound to `stream`; cuBLASLt's
+// calls get the workspace explicitly) and whether fp32 inputs may be
+// rounded to TF32 for tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
 struct Blas {
   cublasHandle_t handle;
   bool tf32 = false;
+  cublasLtHandle_t lt = nullptr;
+  cudaStream_t stream = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
 };
 
 struct GemmOutput {
@@ -48,5 +57,23 @@ bool cublas_writes(DType ab, DType c);
 void gemm_row_major(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                     const GemmOperand& b, const GemmOutput& c, int64_t batch, float alpha,
                     float beta);
+
+// What a linear layer's GEMM does in its epilogue.
+struct LinearEpilogue {
+  const void* bias = nullptr;  // (n), C's dtype: added to every row of C
+  // (m, n), C's dtype and leading dimension: GELU (tanh approximation) of
+  // the fp32 pre-activation, which C keeps (rounded) for the backward.
+  void* gelu_out = nullptr;
+};
+
+// C (m,n) = alpha * op(A) op(B) + beta * C and then the epilogue, in one
+// cuBLASLt GEMM on blas.stream (one batch item; A, B and C of one dtype).
+// Returns false having enqueued nothing when cuBLASLt cannot run it: a
+// pointer or a row off a 16-byte boundary, a GELU output whose rows are
+// not a multiple of 8 elements, or no algorithm offered; the caller then
+// computes it another way.
+bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+                         const GemmOperand& b, const GemmOutput& c, float alpha, float beta,
+                         const LinearEpilogue& epilogue);
 
 }  // namespace mixtrain::gpu

@@ -1,6 +1,8 @@
 // Why: the linear layer on the GPU: forward matmul through cuBLAS (fp32
 // accumulate) and, beside it, bias_backward, the bias gradient of matmul.
-// Two things cuBLAS cannot do directly are handled here:
+// A linear layer with a bias or a GELU of one dtype runs as one cuBLASLt
+// GEMM with them in its epilogue (gpu::linear_row_major_lt). Otherwise,
+// two things cuBLAS cannot do directly are handled here:
 //  * bias: C is first set to beta*C + bias by a small kernel, then the GEMM
 //    runs with beta = 1, so the sum is rounded once, by cuBLAS;
 //  * a C dtype cuBLAS cannot write from the A/B dtype (fp16 from bf16,
@@ -95,6 +97,7 @@ MatmulShape check_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
                                      a.describe());
   }
   op_checks::check_shape(op, "C", c, c_shape);
+  op_checks::check_gelu_out(op, c, options.gelu_out);
   if (options.bias != nullptr) {
     op_checks::check_shape(op, "bias", *options.bias, {s.n});
     MIXTRAIN_CHECK_ARG(is_float_compute(options.bias->dtype()),
@@ -110,6 +113,22 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   const cudaStream_t stream = begin_op();
   const MatmulShape s = check_matmul(c, a, b, options);
   const Tensor* bias = options.bias;
+  const Tensor* gelu_out = options.gelu_out;
+  const gpu::GemmOperand a_op{a.data(), a.dtype(), a.dim(-1), a.dim(-1) * a.dim(-2),
+                              options.trans_a};
+  const gpu::GemmOperand b_op{b.data(), b.dtype(), b.dim(-1), b.dim(-1) * b.dim(-2),
+                              options.trans_b};
+  // A linear layer: its bias and GELU in cuBLASLt's epilogue when it can.
+  const bool one_dtype = a.dtype() == c.dtype() && (!bias || bias->dtype() == c.dtype()) &&
+                         (!gelu_out || gelu_out->dtype() == c.dtype());
+  if ((bias || gelu_out) && s.batch == 1 && one_dtype &&
+      gpu::linear_row_major_lt(blas(), s.m, s.n, s.k, a_op, b_op,
+                               {c.data(), c.dtype(), s.n, s.m * s.n}, options.alpha,
+                               options.beta,
+                               {bias ? bias->data() : nullptr,
+                                gelu_out ? gelu_out->data() : nullptr})) {
+    return;
+  }
   const bool direct = gpu::cublas_writes(a.dtype(), c.dtype());
   const bool prepare = bias != nullptr || (!direct && options.beta != 0.0f);
   const int64_t rows = s.batch * s.m;
@@ -133,13 +152,10 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
     });
   }
   const float beta = prepare ? 1.0f : (direct ? options.beta : 0.0f);
-  const gpu::GemmOperand a_op{a.data(), a.dtype(), a.dim(-1), a.dim(-1) * a.dim(-2),
-                              options.trans_a};
-  const gpu::GemmOperand b_op{b.data(), b.dtype(), b.dim(-1), b.dim(-1) * b.dim(-2),
-                              options.trans_b};
   const gpu::GemmOutput c_out{accumulator.data(), accumulator.dtype(), s.n, s.m * s.n};
   gpu::gemm_row_major(blas(), s.m, s.n, s.k, a_op, b_op, c_out, s.batch, options.alpha, beta);
   if (!direct) cast(c, accumulator);
+  if (gelu_out != nullptr) gelu_forward(*gelu_out, c);
 }
 
 void CudaBackend::bias_backward(const Tensor& dbias, const Tensor& dout) {

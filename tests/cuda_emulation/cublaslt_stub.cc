@@ -1,0 +1,233 @@
+// Why: cuBLASLt for the host emulation: the descriptors the CUDA backend
+// builds (matmul, matrix layouts, preference) and a reference
+// cublasLtMatmul with the epilogues it uses: BIAS (a vector as long as D's
+// rows added to every column), GELU_AUX and GELU_AUX_BIAS (D = GELU of the
+// biased product, tanh approximation; the biased product itself stored to
+// the auxiliary matrix). Attribute sizes, the bias and auxiliary pointers
+// and types an epilogue needs, AUX_LD's documented rules (a multiple of 8,
+// at least D's rows), the 16-byte alignment of every pointer and the
+// workspace limit are checked as cuBLASLt documents them; an unmet rule
+// is CUBLAS_STATUS_INVALID_VALUE (or no algorithm from the heuristic). It
+// is not cuBLASLt: its kernels, its algorithm choice and speed are not
+// modelled.
+#include <cublasLt.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "reference_gemm.h"
+#include "runtime_calls.h"
+
+struct cublasLtContext {};
+
+namespace {
+
+// What the stub keeps in cuBLASLt's opaque descriptors.
+struct Desc {
+  cublasComputeType_t compute;
+  cublasOperation_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias = nullptr;
+  int32_t bias_type = -1;
+  void* aux = nullptr;
+  int64_t aux_ld = 0;
+  int32_t aux_type = -1;
+};
+struct Layout {
+  cudaDataType type;
+  uint64_t rows, cols;
+  int64_t ld;
+};
+struct Preference {
+  uint64_t max_workspace = 0;
+};
+static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
+static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
+static_assert(sizeof(Preference) <= sizeof(cublasLtMatmulPreferenceOpaque_t));
+
+Desc& desc(cublasLtMatmulDesc_t d) { return *reinterpret_cast<Desc*>(d->data); }
+const Layout& layout(cublasLtMatrixLayout_t l) { return *reinterpret_cast<const Layout*>(l->data); }
+
+template <class T> cublasStatus_t read(T& field, const void* buf, size_t size) {
+  if (buf == nullptr || size != sizeof(T)) return stub::invalid("attribute of the wrong size");
+  std::memcpy(&field, buf, size);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+bool has_bias(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+bool has_gelu(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+bool on_16_bytes(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Why this call cannot run, or nullptr: the checks shared by the heuristic
+// and the matmul.
+const char* problem(const Desc& d, const Layout& a, const Layout& b, const Layout& c,
+                    const Layout& dl) {
+  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !has_bias(d.epilogue) && !has_gelu(d.epilogue))
+    return "an epilogue the stub does not model";
+  const bool ta = d.trans_a != CUBLAS_OP_N, tb = d.trans_b != CUBLAS_OP_N;
+  const uint64_t m = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols;
+  if ((tb ? b.cols : b.rows) != k || (tb ? b.rows : b.cols) != c.cols || c.rows != m)
+    return "the layouts' sizes do not make a product";
+  if (c.rows != dl.rows || c.cols != dl.cols || c.type != dl.type) return "C and D differ";
+  for (const Layout* l : {&a, &b, &c})
+    if (l->ld < static_cast<int64_t>(std::max<uint64_t>(l->rows, 1)))
+      return "a leading dimension below the rows";
+  if (!stub::supported_types(d.compute, a.type, b.type, c.type)) return "unsupported types";
+  if (has_bias(d.epilogue) && (d.bias == nullptr || d.bias_type != c.type))
+    return "the bias epilogue needs BIAS_POINTER of D's type";
+  if (has_gelu(d.epilogue)) {
+    if (d.aux == nullptr || d.aux_type != c.type) return "GELU_AUX needs an aux pointer of D's type";
+    if (d.aux_ld % 8 != 0 || d.aux_ld < static_cast<int64_t>(c.rows))
+      return "AUX_LD must be a multiple of 8 and at least D's rows";
+  }
+  if (!on_16_bytes(d.bias) || !on_16_bytes(d.aux)) return "an epilogue pointer off 16 bytes";
+  return nullptr;
+}
+
+// A new opaque descriptor holding `content`, and its end.
+template <class Opaque, class Content> cublasStatus_t create(Opaque** out, const Content& content) {
+  *out = new Opaque{};
+  new ((*out)->data) Content(content);
+  return CUBLAS_STATUS_SUCCESS;
+}
+template <class Handle> cublasStatus_t destroy(Handle* handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+float gelu(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + std::tanh(u));
+}
+
+}  // namespace
+
+extern "C" {
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+  *handle = new cublasLtContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) { return destroy(handle); }
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  if (scale != CUDA_R_32F) return stub::invalid("the stub models fp32 scales only");
+  return create(d, Desc{compute});
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) { return destroy(d); }
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+                                              cublasLtMatmulDescAttributes_t attribute,
+                                              const void* buf, size_t size) {
+  Desc& o = desc(d);
+  switch (attribute) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: return read(o.trans_a, buf, size);
+    case CUBLASLT_MATMUL_DESC_TRANSB: return read(o.trans_b, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: return read(o.epilogue, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return read(o.bias, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return read(o.bias_type, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return read(o.aux, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return read(o.aux_ld, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return read(o.aux_type, buf, size);
+    default: return stub::invalid("a matmul attribute the stub does not model");
+  }
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld) {
+  return create(l, Layout{type, rows, cols, ld});
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) { return destroy(l); }
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
+  return create(p, Preference{});
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) { return destroy(p); }
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attribute,
+                                                    const void* buf, size_t size) {
+  if (attribute != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
+    return stub::invalid("a preference the stub does not model");
+  return read(reinterpret_cast<Preference*>(p->data)->max_workspace, buf, size);
+}
+
+// One "algorithm" (the reference loop), needing no workspace, for every
+// call the stub can run.
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t d,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dl,
+                                              cublasLtMatmulPreference_t,
+                                              int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int* found) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (requested < 1) return stub::invalid("no algorithm requested");
+  *found = problem(desc(d), layout(a), layout(b), layout(c), layout(dl)) == nullptr ? 1 : 0;
+  if (*found == 1) {
+    results[0] = cublasLtMatmulHeuristicResult_t{};
+    results[0].state = CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t d, const void* alpha,
+                              const void* a, cublasLtMatrixLayout_t a_layout, const void* b,
+                              cublasLtMatrixLayout_t b_layout, const void* beta, const void* c,
+                              cublasLtMatrixLayout_t c_layout, void* out,
+                              cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t* algo,
+                              void*, size_t, cudaStream_t) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const Desc& o = desc(d);
+  const Layout &al = layout(a_layout), &bl = layout(b_layout), &cl = layout(c_layout),
+               &dl = layout(d_layout);
+  if (algo == nullptr) return stub::invalid("no algorithm");
+  if (const char* why = problem(o, al, bl, cl, dl)) return stub::invalid(why);
+  for (const void* p : {a, b, c, static_cast<const void*>(out)})
+    if (!on_16_bytes(p)) return stub::invalid("a matrix pointer off 16 bytes");
+  const bool ta = o.trans_a != CUBLAS_OP_N, tb = o.trans_b != CUBLAS_OP_N;
+  const int m = static_cast<int>(cl.rows), n = static_cast<int>(cl.cols);
+  const int k = static_cast<int>(ta ? al.rows : al.cols);
+  const stub::Matrix A{static_cast<const char*>(a), al.type, al.ld, 0, ta};
+  const stub::Matrix B{static_cast<const char*>(b), bl.type, bl.ld, 0, tb};
+  const stub::Matrix C{static_cast<const char*>(c), cl.type, cl.ld, 0, false};
+  const stub::Matrix D{static_cast<const char*>(out), dl.type, dl.ld, 0, false};
+  const stub::Matrix Aux{static_cast<const char*>(o.aux), cl.type, o.aux_ld, 0, false};
+  const bool gelu_epilogue = has_gelu(o.epilogue);
+
+  // D, and the aux matrix with GELU, are written once each, no input read
+  // among them (C may be D itself, or the aux matrix).
+  std::vector<const char*> outputs;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      outputs.push_back(D.at(0, i, j));
+      if (gelu_epilogue) outputs.push_back(Aux.at(0, i, j));
+    }
+  if (const char* why = stub::overlap_problem(outputs, A, B, 1, m, n, k)) return stub::invalid(why);
+
+  emu::count_lt_matmul();
+  const float scale = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  const bool tf32 = o.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      float x = scale * stub::product(A, B, 0, i, j, k, tf32);
+      if (be != 0.0f) x += be * stub::load(C.at(0, i, j), cl.type);
+      if (has_bias(o.epilogue))
+        x += stub::load(static_cast<const char*>(o.bias) + i * stub::element_size(cl.type),
+                        cl.type);
+      if (gelu_epilogue) {
+        stub::store(const_cast<char*>(Aux.at(0, i, j)), cl.type, x);
+        x = gelu(x);
+      }
+      stub::store(const_cast<char*>(D.at(0, i, j)), dl.type, x);
+    }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // extern "C"
