@@ -5,7 +5,8 @@
 // sequence over three warp strides, a run of 600 equal ids and ids out of
 // range, more sum_squares blocks than kMaxPartialBlocks, a non-finite
 // value in a later block, elementwise ops in packs, with a tail, and on
-// views off the pack boundary, and linear layers fused into cuBLASLt. Errors are measured against the largest |value|.
+// views off the pack boundary, linear layers fused into cuBLASLt, and
+// TF32 GEMMs only when allowed. Errors are measured against the largest |value|.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -163,6 +164,32 @@ TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasAndGeluIntoCublasLtWhenAligned)
     EXPECT_TRUE(agree(pre[0], pre[1], DType::kBF16));
     EXPECT_TRUE(agree(act[0], act[1], DType::kBF16));
   }
+}
+
+// precision.tf32 reaches both GEMM paths: with allow_tf32 the fp32 inputs
+// are rounded to TF32 (10 significand bits), so 1 + 2^-12 counts as 1;
+// without it the product is exact fp32.
+TEST(CudaEmulationEdgeSizes, Tf32RoundsFp32GemmInputsOnlyWhenAllowed) {
+  Backends b;
+  const int64_t k = 16, n = 4;
+  const std::vector<double> a(k, 1.0 + std::ldexp(1.0, -12)), ones(k * n, 1.0), zero(n, 0.0);
+  for (bool tf32 : {false, true}) {
+    for (bool linear : {false, true}) {  // plain cuBLAS, and cuBLASLt with a bias epilogue
+      SCOPED_TRACE(std::string(tf32 ? "tf32" : "fp32") + (linear ? " cuBLASLt" : " cuBLAS"));
+      b.cuda->allow_tf32(tf32);
+      const Tensor c = b.cuda->empty({1, n}, DType::kF32, MemoryCategory::kActivations);
+      const Tensor bias = make_tensor(*b.cuda, {n}, DType::kF32, zero);
+      MatmulOptions options;
+      if (linear) options.bias = &bias;
+      const int lt_before = emu::runtime_calls().lt_matmuls;
+      b.cuda->matmul(c, make_tensor(*b.cuda, {1, k}, DType::kF32, a),
+                     make_tensor(*b.cuda, {k, n}, DType::kF32, ones), options);
+      EXPECT_EQ(emu::runtime_calls().lt_matmuls - lt_before, linear ? 1 : 0);
+      const double want = tf32 ? double(k) : double(k) * (1.0 + std::ldexp(1.0, -12));
+      EXPECT_EQ(values_of(*b.cuda, c), std::vector<double>(n, want));
+    }
+  }
+  b.cuda->allow_tf32(false);
 }
 
 TEST(CudaEmulationEdgeSizes, CrossEntropyOverTheGpt2VocabularyInPlace) {
