@@ -60,6 +60,7 @@ template <class T> cublasStatus_t read(T& field, const void* buf, size_t size) {
 bool has_bias(cublasLtEpilogue_t e) {
   return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
+bool is_bias_grad(cublasLtEpilogue_t e) { return e == CUBLASLT_EPILOGUE_BGRADB; }
 bool has_gelu(cublasLtEpilogue_t e) {
   return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
@@ -69,7 +70,8 @@ bool on_16_bytes(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 
 // and the matmul.
 const char* problem(const Desc& d, const Layout& a, const Layout& b, const Layout& c,
                     const Layout& dl) {
-  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !has_bias(d.epilogue) && !has_gelu(d.epilogue))
+  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !has_bias(d.epilogue) && !has_gelu(d.epilogue) &&
+      !is_bias_grad(d.epilogue))
     return "an epilogue the stub does not model";
   const bool ta = d.trans_a != CUBLAS_OP_N, tb = d.trans_b != CUBLAS_OP_N;
   const uint64_t m = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols;
@@ -80,8 +82,9 @@ const char* problem(const Desc& d, const Layout& a, const Layout& b, const Layou
     if (l->ld < static_cast<int64_t>(std::max<uint64_t>(l->rows, 1)))
       return "a leading dimension below the rows";
   if (!stub::supported_types(d.compute, a.type, b.type, c.type)) return "unsupported types";
-  if (has_bias(d.epilogue) && (d.bias == nullptr || d.bias_type != c.type))
-    return "the bias epilogue needs BIAS_POINTER of D's type";
+  if ((has_bias(d.epilogue) || is_bias_grad(d.epilogue)) &&
+      (d.bias == nullptr || d.bias_type != c.type))
+    return "a bias or bias gradient epilogue needs BIAS_POINTER of D's type";
   if (has_gelu(d.epilogue)) {
     if (d.aux == nullptr || d.aux_type != c.type) return "GELU_AUX needs an aux pointer of D's type";
     if (d.aux_ld % 8 != 0 || d.aux_ld < static_cast<int64_t>(c.rows))
@@ -227,6 +230,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t d, c
       }
       stub::store(const_cast<char*>(D.at(0, i, j)), dl.type, x);
     }
+  if (is_bias_grad(o.epilogue)) {  // one sum per column of D, over k, in fp32
+    char* sums = static_cast<char*>(const_cast<void*>(o.bias));
+    for (int j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int l = 0; l < k; ++l) sum += stub::load(B.at(0, l, j), bl.type);
+      stub::store(sums + j * stub::element_size(cl.type), cl.type, sum);
+    }
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -132,10 +132,11 @@ TEST(CudaEmulationEdgeSizes, ElementwiseOpsInPacksAndOnMisalignedViews) {
   }
 }
 
-// A linear layer with a bias (and GELU) runs as one cuBLASLt GEMM when its
-// rows are 16-byte aligned, and as cuBLAS plus kernels otherwise; both
-// give the CPU backend's results. The GPT's MLP shape: 4 * dim columns.
-TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasAndGeluIntoCublasLtWhenAligned) {
+// A linear layer with a bias (and GELU), and its weight gradient with the
+// bias gradient, run as one cuBLASLt GEMM each when their rows are 16-byte
+// aligned, and as cuBLAS plus kernels otherwise; both give the CPU
+// backend's results. The GPT's MLP shape: 4 * dim columns.
+TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasGeluAndBiasGradIntoCublasLtWhenAligned) {
   Backends b;
   for (int64_t in : {int64_t{64}, int64_t{63}}) {
     SCOPED_TRACE("in = " + std::to_string(in));
@@ -163,6 +164,28 @@ TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasAndGeluIntoCublasLtWhenAligned)
     EXPECT_EQ(lt_calls, in % 8 == 0 ? 1 : 0);  // 63 bf16 = 126 bytes a row: off 16
     EXPECT_TRUE(agree(pre[0], pre[1], DType::kBF16));
     EXPECT_TRUE(agree(act[0], act[1], DType::kBF16));
+
+    // Its weight and bias gradients: dW += dout^T x and db += sums of dout.
+    const auto dout = random_values(rows * out, 24);
+    std::vector<double> dw[2], db[2];
+    for (int i = 0; i < 2; ++i) {
+      Backend& be = b.side(i);
+      const Tensor dw_t = make_tensor(be, {out, in}, DType::kF32, w);
+      const Tensor db_t = make_tensor(be, {out}, DType::kF32, bias);
+      MatmulOptions options;
+      options.trans_a = true;
+      options.beta = 1.0f;
+      options.bias_grad = &db_t;
+      const int before = emu::runtime_calls().lt_matmuls;
+      be.matmul(dw_t, make_tensor(be, {rows, out}, DType::kF32, dout),
+                make_tensor(be, {rows, in}, DType::kF32, x), options);
+      if (i == 0) lt_calls = emu::runtime_calls().lt_matmuls - before;
+      dw[i] = values_of(be, dw_t);
+      db[i] = values_of(be, db_t);
+    }
+    EXPECT_EQ(lt_calls, in % 4 == 0 ? 1 : 0);  // fp32 rows of 63: 252 bytes, off 16
+    EXPECT_TRUE(agree(dw[0], dw[1], DType::kF32));
+    EXPECT_TRUE(agree(db[0], db[1], DType::kF32));
   }
 }
 

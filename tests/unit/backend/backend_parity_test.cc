@@ -403,8 +403,9 @@ TEST_P(BackendParityTest, MatmulEveryLayoutBiasBetaGeluAndDtype) {
       }
     }
   }
-  // A linear layer of 16-byte rows: its bias and GELU fused into cuBLASLt's
-  // epilogue on CUDA (C keeps the pre-activation).
+  // A linear layer of 16-byte rows: its bias and GELU, and its bias
+  // gradient, fused into cuBLASLt's epilogue on CUDA (C keeps the
+  // pre-activation).
   const int64_t rows = 24, in = 40, out = 32;
   for (DType dtype : kFloatTypes) {
     for (int layout = 0; layout < 4; ++layout) {
@@ -432,6 +433,23 @@ TEST_P(BackendParityTest, MatmulEveryLayoutBiasBetaGeluAndDtype) {
         if (variant == 1 || variant == 2) expect_close(gelu, parity_tolerance(dtype), what.str());
       }
     }
+    // Its weight gradient, accumulated, with the bias gradient beside it.
+    SCOPED_TRACE(std::string("linear backward ") + dtype_name(dtype));
+    const Twin dout = make_random({rows, out}, dtype, ++seed);
+    const Twin x = make_random({rows, in}, dtype, ++seed);
+    const Twin dw = make_random({out, in}, dtype, ++seed);
+    const Twin db = make_random({out}, dtype, ++seed);
+    run_both([&](Backend& be, Side s) {
+      MatmulOptions options;
+      options.trans_a = true;
+      options.beta = 1.0f;
+      options.bias_grad = &(db.*s);
+      be.matmul(dw.*s, dout.*s, x.*s, options);
+    });
+    expect_close(dw, parity_tolerance(dtype), "dW");
+    // On CUDA the sums are rounded to the dtype once before the addition.
+    const Tolerance once = parity_tolerance(dtype);
+    expect_close(db, {2 * once.rtol, 2 * once.atol}, "db");
   }
   for (DType dtype : kFloatTypes) {
     SCOPED_TRACE(std::string("batched ") + dtype_name(dtype));

@@ -421,6 +421,11 @@ TEST(CpuMatmulErrors, BadShapesAndDtypesThrowInvalidArgument) {
   with_gelu.gelu_out = &wrong_gelu;
   EXPECT_TRUE(throws_invalid_argument([&] { backend->matmul(c, a, b, with_gelu); },
                                       {"gelu_out fp32(5, 4)"}));
+  Tensor bias_grad = t({5});
+  MatmulOptions with_bias_grad;
+  with_bias_grad.bias_grad = &bias_grad;  // the bias gradient needs A, transposed, as dout
+  EXPECT_TRUE(throws_invalid_argument([&] { backend->matmul(c, a, b, with_bias_grad); },
+                                      {"bias_grad", "without trans_a"}));
   Tensor wrong_bias = t({4});
   MatmulOptions with_bias;
   with_bias.bias = &wrong_bias;

@@ -55,6 +55,11 @@ struct MatmulOptions {
   // it to C as stored; CUDA, where the GELU (and the bias) run in the
   // GEMM's epilogue, to the fp32 value before C's rounding.
   const Tensor* gelu_out = nullptr;
+  // When set ((M), 2-D product, trans_a: A is stored (K,M)): bias_grad +=
+  // the column sums of A as stored, the bias gradient of a linear layer
+  // whose output gradient A is. On CUDA it comes out of the GEMM's
+  // epilogue (rounded to C's dtype once more before the addition).
+  const Tensor* bias_grad = nullptr;
 };
 
 struct AdamWConfig {

@@ -91,6 +91,17 @@ void check_gelu_out(const char* op, const Tensor& c, const Tensor* gelu_out) {
   }
 }
 
+void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor* bias_grad) {
+  if (bias_grad == nullptr) return;
+  check_float(op, "bias_grad", *bias_grad);
+  if (!trans_a || a.ndim() != 2) {
+    fail(op, "bias_grad", *bias_grad,
+         "needs a 2-D product with trans_a (A, the output gradient, stored (K,M)), got A " +
+             a.describe() + (trans_a ? "" : " without trans_a"));
+  }
+  check_shape(op, "bias_grad", *bias_grad, {a.dim(1)});
+}
+
 void check_ids(const char* op, const char* name, const Tensor& ids, int64_t limit,
                const char* limit_name) {
   check_defined(op, name, ids);

@@ -43,6 +43,10 @@ void check_same_or_disjoint(const char* op, const char* a_name, const Tensor& a,
 // with C (it keeps the pre-activation). Nothing to check when null.
 void check_gelu_out(const char* op, const Tensor& c, const Tensor* gelu_out);
 
+// matmul's optional bias gradient: a 2-D product with trans_a, and (M)
+// of fp32, fp16 or bf16 for A stored (K,M). Nothing to check when null.
+void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor* bias_grad);
+
 // Every value of the int32 host-readable tensor `ids` lies in [0, limit); otherwise the
 // message names the first bad value, its index, and `limit_name` (e.g.
 // "vocab size").

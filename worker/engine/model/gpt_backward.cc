@@ -17,15 +17,17 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
   auto grad = [&](const ParameterInfo& info) { return weights.grad(info); };
 
   // Backward of out = in W^T + b, given dout: din = dout W (overwritten),
-  // dW += dout^T in, db += column sums of dout.
+  // dW += dout^T in, and db += column sums of dout with it (the GEMM's
+  // epilogue on CUDA).
   auto linear_backward = [&](const Tensor& din, const Tensor& dout, const Tensor& in, int64_t layer,
                              BlockParameter weight, BlockParameter bias) {
     be.matmul(rows(din), rows(dout), param(layout_.block(layer, weight)));
+    const Tensor db = grad(layout_.block(layer, bias));
     MatmulOptions accumulate_dw;
     accumulate_dw.trans_a = true;
     accumulate_dw.beta = 1.0f;
+    accumulate_dw.bias_grad = &db;
     be.matmul(grad(layout_.block(layer, weight)), rows(dout), rows(in), accumulate_dw);
-    be.bias_backward(grad(layout_.block(layer, bias)), rows(dout));
   };
 
   // dlogits, written over the logits: dloss/(B*T) * (softmax - onehot).

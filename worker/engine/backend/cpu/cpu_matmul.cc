@@ -30,8 +30,10 @@ MIXTRAIN_MULTIVERSION void add_column_block(float* sums, const T* src, int64_t r
 void CpuBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
                         const MatmulOptions& options) {
   op_checks::check_gelu_out("matmul", c, options.gelu_out);
+  op_checks::check_bias_grad("matmul", a, options.trans_a, options.bias_grad);
   gemm_->matmul(c, a, b, options);
   if (options.gelu_out != nullptr) gelu_forward(*options.gelu_out, c);
+  if (options.bias_grad != nullptr) bias_backward(*options.bias_grad, a);
 }
 
 void CpuBackend::bias_backward(const Tensor& dbias, const Tensor& dout) {

@@ -93,6 +93,9 @@ void gemm_row_major(const Blas& blas, int64_t m, int64_t n, int64_t k, const Gem
 bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                          const GemmOperand& b, const GemmOutput& c, float alpha, float beta,
                          const LinearEpilogue& epilogue) {
+  MIXTRAIN_CHECK_ARG(epilogue.bias_grad == nullptr ||
+                         (epilogue.bias == nullptr && epilogue.gelu_out == nullptr),
+                     "linear: a bias gradient epilogue excludes bias and GELU");
   MIXTRAIN_CHECK_ARG(a.dtype == b.dtype && b.dtype == c.dtype && is_float_compute(a.dtype),
                      std::string("linear: A, B and C are ") + dtype_name(a.dtype) + ", " +
                          dtype_name(b.dtype) + " and " + dtype_name(c.dtype) +
@@ -100,6 +103,7 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
   const int64_t element = static_cast<int64_t>(dtype_size(c.dtype));
   const bool aligned = on_16_bytes(a.data) && on_16_bytes(b.data) && on_16_bytes(c.data) &&
                        on_16_bytes(epilogue.bias) && on_16_bytes(epilogue.gelu_out) &&
+                       on_16_bytes(epilogue.bias_grad) &&
                        (a.ld * element) % 16 == 0 && (b.ld * element) % 16 == 0 &&
                        (c.ld * element) % 16 == 0;
   if (!aligned || blas.lt == nullptr || m == 0 || n == 0 || k == 0) return false;
@@ -121,10 +125,13 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
     set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, type);
   } else if (epilogue.bias != nullptr) {
     kind = CUBLASLT_EPILOGUE_BIAS;
+  } else if (epilogue.bias_grad != nullptr) {
+    // Our A is cuBLASLt's B: its columns are D's, summed over k.
+    kind = CUBLASLT_EPILOGUE_BGRADB;
   }
   set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, kind);
-  if (epilogue.bias != nullptr) {
-    set(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, epilogue.bias);
+  if (const void* vector = epilogue.bias != nullptr ? epilogue.bias : epilogue.bias_grad) {
+    set(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, vector);
     set(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, type);
   }
   d.a = b.transposed ? layout_of(b.dtype, k, n, b.ld) : layout_of(b.dtype, n, k, b.ld);

@@ -64,6 +64,10 @@ struct LinearEpilogue {
   // (m, n), C's dtype and leading dimension: GELU (tanh approximation) of
   // the fp32 pre-activation, which C keeps (rounded) for the backward.
   void* gelu_out = nullptr;
+  // (m), C's dtype: written (not added to) with the sums of op(A) (m,k)
+  // over k, the bias gradient when A is a layer's output gradient
+  // (CUBLASLT_EPILOGUE_BGRADB). Excludes bias and gelu_out.
+  void* bias_grad = nullptr;
 };
 
 // C (m,n) = alpha * op(A) op(B) + beta * C and then the epilogue, in one

@@ -1,7 +1,8 @@
 // Why: the linear layer on the GPU: forward matmul through cuBLAS (fp32
 // accumulate) and, beside it, bias_backward, the bias gradient of matmul.
-// A linear layer with a bias or a GELU of one dtype runs as one cuBLASLt
-// GEMM with them in its epilogue (gpu::linear_row_major_lt). Otherwise,
+// A linear layer with a bias or a GELU, or the weight gradient with its
+// bias gradient, of one dtype runs as one cuBLASLt GEMM with them in its
+// epilogue (gpu::linear_row_major_lt). Otherwise,
 // two things cuBLAS cannot do directly are handled here:
 //  * bias: C is first set to beta*C + bias by a small kernel, then the GEMM
 //    runs with beta = 1, so the sum is rounded once, by cuBLAS;
@@ -98,6 +99,7 @@ MatmulShape check_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   }
   op_checks::check_shape(op, "C", c, c_shape);
   op_checks::check_gelu_out(op, c, options.gelu_out);
+  op_checks::check_bias_grad(op, a, options.trans_a, options.bias_grad);
   if (options.bias != nullptr) {
     op_checks::check_shape(op, "bias", *options.bias, {s.n});
     MIXTRAIN_CHECK_ARG(is_float_compute(options.bias->dtype()),
@@ -118,16 +120,27 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
                               options.trans_a};
   const gpu::GemmOperand b_op{b.data(), b.dtype(), b.dim(-1), b.dim(-1) * b.dim(-2),
                               options.trans_b};
-  // A linear layer: its bias and GELU in cuBLASLt's epilogue when it can.
+  const Tensor* bias_grad = options.bias_grad;
+  // A linear layer: its bias and GELU, or its bias gradient, in cuBLASLt's
+  // epilogue when it can.
+  const gpu::GemmOutput c_lt{c.data(), c.dtype(), s.n, s.m * s.n};
   const bool one_dtype = a.dtype() == c.dtype() && (!bias || bias->dtype() == c.dtype()) &&
                          (!gelu_out || gelu_out->dtype() == c.dtype());
-  if ((bias || gelu_out) && s.batch == 1 && one_dtype &&
-      gpu::linear_row_major_lt(blas(), s.m, s.n, s.k, a_op, b_op,
-                               {c.data(), c.dtype(), s.n, s.m * s.n}, options.alpha,
+  if ((bias || gelu_out) && !bias_grad && s.batch == 1 && one_dtype &&
+      gpu::linear_row_major_lt(blas(), s.m, s.n, s.k, a_op, b_op, c_lt, options.alpha,
                                options.beta,
                                {bias ? bias->data() : nullptr,
-                                gelu_out ? gelu_out->data() : nullptr})) {
+                                gelu_out ? gelu_out->data() : nullptr, nullptr})) {
     return;
+  }
+  if (bias_grad && !bias && !gelu_out && one_dtype) {
+    // The epilogue writes the sums; the gradient accumulates them.
+    const Tensor sums = scratch({{{s.m}, c.dtype()}})[0];
+    if (gpu::linear_row_major_lt(blas(), s.m, s.n, s.k, a_op, b_op, c_lt, options.alpha,
+                                 options.beta, {nullptr, nullptr, sums.data()})) {
+      add(*bias_grad, *bias_grad, sums);
+      return;
+    }
   }
   const bool direct = gpu::cublas_writes(a.dtype(), c.dtype());
   const bool prepare = bias != nullptr || (!direct && options.beta != 0.0f);
@@ -156,6 +169,7 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   gpu::gemm_row_major(blas(), s.m, s.n, s.k, a_op, b_op, c_out, s.batch, options.alpha, beta);
   if (!direct) cast(c, accumulator);
   if (gelu_out != nullptr) gelu_forward(*gelu_out, c);
+  if (bias_grad != nullptr) bias_backward(*bias_grad, a);
 }
 
 void CudaBackend::bias_backward(const Tensor& dbias, const Tensor& dout) {
