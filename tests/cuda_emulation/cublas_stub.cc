@@ -5,14 +5,16 @@
 // cuda_gemm.cc is checked against cuBLAS's rules and not only against the
 // numbers: leading dimensions below the stored rows, type combinations
 // that the compute type lacks, and outputs that overlap one another or
-// the inputs. It is not cuBLAS: its own kernels, algorithms, alignment
-// rules and speed are not modelled.
+// the inputs. The product runs when the handle's stream gets there
+// (stream_queues.h). It is not cuBLAS: its own kernels, algorithms,
+// alignment rules and speed are not modelled.
 #include <cublas_v2.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "reference_gemm.h"
+#include "runtime_calls.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
@@ -76,15 +78,18 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     return stub::invalid(problem);
   }
 
+  // Run when the handle's stream gets there; alpha and beta are read now.
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-  for (int p = 0; p < batch; ++p)
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        const float sum = stub::product(A, B, p, i, j, k, tf32);
-        char* out = const_cast<char*>(C.at(p, i, j));
-        // beta == 0: C is not read (it may hold NaN), as in cuBLAS.
-        stub::store(out, c_type, al * sum + (be != 0.0f ? be * stub::load(out, c_type) : 0.0f));
-      }
+  emu::enqueue_on(handle->stream, [=] {
+    for (int p = 0; p < batch; ++p)
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          const float sum = stub::product(A, B, p, i, j, k, tf32);
+          char* out = const_cast<char*>(C.at(p, i, j));
+          // beta == 0: C is not read (it may hold NaN), as in cuBLAS.
+          stub::store(out, c_type, al * sum + (be != 0.0f ? be * stub::load(out, c_type) : 0.0f));
+        }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

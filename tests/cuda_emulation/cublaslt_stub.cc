@@ -7,9 +7,9 @@
 // and types an epilogue needs, AUX_LD's documented rules (a multiple of 8,
 // at least D's rows), the 16-byte alignment of every pointer and the
 // workspace limit are checked as cuBLASLt documents them; an unmet rule
-// is CUBLAS_STATUS_INVALID_VALUE (or no algorithm from the heuristic). It
-// is not cuBLASLt: its kernels, its algorithm choice and speed are not
-// modelled.
+// is CUBLAS_STATUS_INVALID_VALUE (or no algorithm from the heuristic). The
+// product runs when the stream gets there (stream_queues.h). It is not
+// cuBLASLt: its kernels, its algorithm choice and speed are not modelled.
 #include <cublasLt.h>
 
 #include <cmath>
@@ -185,11 +185,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t d, c
                               cublasLtMatrixLayout_t b_layout, const void* beta, const void* c,
                               cublasLtMatrixLayout_t c_layout, void* out,
                               cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t* algo,
-                              void*, size_t, cudaStream_t) {
+                              void*, size_t, cudaStream_t stream) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  const Desc& o = desc(d);
-  const Layout &al = layout(a_layout), &bl = layout(b_layout), &cl = layout(c_layout),
-               &dl = layout(d_layout);
+  const Desc o = desc(d);
+  const Layout al = layout(a_layout), bl = layout(b_layout), cl = layout(c_layout),
+               dl = layout(d_layout);
   if (algo == nullptr) return stub::invalid("no algorithm");
   if (const char* why = problem(o, al, bl, cl, dl)) return stub::invalid(why);
   for (const void* p : {a, b, c, static_cast<const void*>(out)})
@@ -215,29 +215,33 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t d, c
   if (const char* why = stub::overlap_problem(outputs, A, B, 1, m, n, k)) return stub::invalid(why);
 
   emu::count_lt_matmul();
+  // Run when the stream gets there; the descriptors (copied) may be gone
+  // by then, alpha and beta are read now.
   const float scale = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const bool tf32 = o.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      float x = scale * stub::product(A, B, 0, i, j, k, tf32);
-      if (be != 0.0f) x += be * stub::load(C.at(0, i, j), cl.type);
-      if (has_bias(o.epilogue))
-        x += stub::load(static_cast<const char*>(o.bias) + i * stub::element_size(cl.type),
-                        cl.type);
-      if (gelu_epilogue) {
-        stub::store(const_cast<char*>(Aux.at(0, i, j)), cl.type, x);
-        x = gelu(x);
+  emu::enqueue_on(stream, [=] {
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        float x = scale * stub::product(A, B, 0, i, j, k, tf32);
+        if (be != 0.0f) x += be * stub::load(C.at(0, i, j), cl.type);
+        if (has_bias(o.epilogue))
+          x += stub::load(static_cast<const char*>(o.bias) + i * stub::element_size(cl.type),
+                          cl.type);
+        if (gelu_epilogue) {
+          stub::store(const_cast<char*>(Aux.at(0, i, j)), cl.type, x);
+          x = gelu(x);
+        }
+        stub::store(const_cast<char*>(D.at(0, i, j)), dl.type, x);
       }
-      stub::store(const_cast<char*>(D.at(0, i, j)), dl.type, x);
+    if (is_bias_grad(o.epilogue)) {  // one sum per column of D, over k, in fp32
+      char* sums = static_cast<char*>(const_cast<void*>(o.bias));
+      for (int j = 0; j < n; ++j) {
+        float sum = 0.0f;
+        for (int l = 0; l < k; ++l) sum += stub::load(B.at(0, l, j), bl.type);
+        stub::store(sums + j * stub::element_size(cl.type), cl.type, sum);
+      }
     }
-  if (is_bias_grad(o.epilogue)) {  // one sum per column of D, over k, in fp32
-    char* sums = static_cast<char*>(const_cast<void*>(o.bias));
-    for (int j = 0; j < n; ++j) {
-      float sum = 0.0f;
-      for (int l = 0; l < k; ++l) sum += stub::load(B.at(0, l, j), bl.type);
-      stub::store(sums + j * stub::element_size(cl.type), cl.type, sum);
-    }
-  }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

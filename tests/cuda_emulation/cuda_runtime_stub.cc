@@ -3,18 +3,26 @@
 // AddressSanitizer sees every byte past a tensor's end; copies are memcpy,
 // so overlapping copies (undefined in CUDA too) are reported. Streams and
 // events are tagged heap objects that every call checks, so a destroyed
-// handle is a use-after-free and a wrong one an error. Everything runs
-// synchronously in call order: the emulation cannot see missing stream
-// synchronization, but it counts the calls that block and logs the ones
-// that order streams (runtime_calls.h), so tests can say which happen.
+// handle is a use-after-free and a wrong one an error. Work on a stream
+// (kernels, copies, memsets, stream-ordered frees, cuBLAS) waits in the
+// stream's queue until something waits for it (stream_queues.h), so a
+// missing synchronisation shows as stale data or a use after free. Copies
+// from pageable host memory take their bytes at the call and copies to it
+// finish before the call returns, as CUDA's do. The stub also counts the
+// calls that block and logs the ones that order streams (runtime_calls.h).
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "runtime_calls.h"
+#include "stream_queues.h"
 
 namespace {
 constexpr unsigned kStreamTag = 0x57AE4u;
@@ -24,10 +32,12 @@ constexpr unsigned kEventTag = 0xE7E47u;
 struct CUstream_st {
   unsigned tag = kStreamTag;
   int id = 0;
+  emu::StreamQueue queue;
 };
 struct CUevent_st {
   unsigned tag = kEventTag;
   int id = 0;
+  emu::QueueMark recorded;  // what the event waits for; passed when never recorded
 };
 struct CUmemPoolHandle_st {
   int device = 0;
@@ -86,12 +96,40 @@ template <class Handle> cudaError_t destroy(Handle* handle) {
   return cudaSuccess;
 }
 
+emu::StreamQueue* queue_of(cudaStream_t stream) {
+  return stream == nullptr ? nullptr : &stream->queue;
+}
+
+// The blocks of device and pinned memory (start -> size): what the GPU
+// can reach. Anything else is pageable host memory.
+std::mutex blocks_mu;
+std::map<uintptr_t, size_t> blocks;  // guarded by blocks_mu
+
+bool gpu_reachable(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard lock(blocks_mu);
+  auto it = blocks.upper_bound(address);
+  if (it == blocks.begin()) return false;
+  --it;
+  return address < it->first + std::max<size_t>(it->second, 1);
+}
+
 cudaError_t allocate(void** ptr, size_t bytes) {
   *ptr = nullptr;
   if (posix_memalign(ptr, kDeviceAlignment, bytes == 0 ? 1 : bytes) != 0) {
     return fail(cudaErrorMemoryAllocation);
   }
+  std::lock_guard lock(blocks_mu);
+  blocks[reinterpret_cast<uintptr_t>(*ptr)] = bytes;
   return cudaSuccess;
+}
+
+void release(void* ptr) {
+  {
+    std::lock_guard lock(blocks_mu);
+    blocks.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
+  std::free(ptr);
 }
 
 }  // namespace
@@ -99,6 +137,9 @@ cudaError_t allocate(void** ptr, size_t bytes) {
 namespace emu {
 bool usable_stream(cudaStream_t stream) { return check(stream) == cudaSuccess; }
 void record_launch_error(cudaError_t error) { last_error = error; }
+void enqueue_on(cudaStream_t stream, std::function<void()> work) {
+  enqueue(queue_of(stream), std::move(work));
+}
 
 RuntimeCalls runtime_calls() {
   std::lock_guard lock(calls_mu);
@@ -170,18 +211,19 @@ cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
 // cudaFree and cudaFreeHost wait for the whole device on a GPU.
 cudaError_t cudaFree(void* ptr) {
   count(&emu::RuntimeCalls::blocking_frees);
-  std::free(ptr);
+  emu::drain_all();
+  release(ptr);
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* ptr) {
   count(&emu::RuntimeCalls::blocking_frees);
-  std::free(ptr);
+  emu::drain_all();
+  release(ptr);
   return cudaSuccess;
 }
 
-// The stream-ordered pool: exact heap blocks too, freed at once (work
-// queued before the free has run already), so a later use is an ASan
-// use-after-free.
+// The stream-ordered pool: exact heap blocks too, freed when the stream
+// reaches the free, so a later use is an ASan use-after-free.
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
   count(&emu::RuntimeCalls::pool_allocations);
@@ -191,7 +233,7 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
   count(&emu::RuntimeCalls::pool_frees);
   log_order("free on " + name_of(stream));
-  std::free(ptr);
+  emu::enqueue(queue_of(stream), [ptr] { release(ptr); });
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
@@ -209,43 +251,81 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
                             cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
-  std::memcpy(dst, src, bytes);
+  if (!gpu_reachable(dst)) {  // into pageable memory: done on return
+    emu::drain(emu::mark(queue_of(stream)));
+    std::memcpy(dst, src, bytes);
+  } else if (!gpu_reachable(src)) {  // from pageable memory: its bytes now
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + bytes);
+    emu::enqueue(queue_of(stream), [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+  } else {
+    emu::enqueue(queue_of(stream), [dst, src, bytes] { std::memcpy(dst, src, bytes); });
+  }
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
-  std::memset(dst, value, bytes);
+  emu::enqueue(queue_of(stream), [dst, value, bytes] { std::memset(dst, value, bytes); });
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) { return create(stream); }
-cudaError_t cudaStreamDestroy(cudaStream_t stream) { return destroy(stream); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  const cudaError_t created = create(stream);
+  emu::add_queue(&(*stream)->queue);
+  return created;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (const cudaError_t e = check(stream); e != cudaSuccess || stream == nullptr) {
+    return stream == nullptr ? fail(cudaErrorInvalidResourceHandle) : e;
+  }
+  emu::remove_queue(&stream->queue);  // its work runs first, as on a GPU
+  return destroy(stream);
+}
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return create(event); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) { return destroy(event); }
 
-// Synchronizing, recording and waiting only check their handles (and
-// count or log): the work they would order has already run.
+// Synchronisations run the queues they wait for; recording marks a point
+// in a queue, and a wait queues the draining of that point.
 cudaError_t cudaDeviceSynchronize() {
   count(&emu::RuntimeCalls::device_synchronizations);
+  emu::drain_all();
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return check(stream); }
-cudaError_t cudaEventSynchronize(cudaEvent_t event) { return check(event); }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
+  if (stream == nullptr) {
+    emu::drain_all();
+  } else {
+    emu::drain(emu::mark(&stream->queue));
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (const cudaError_t e = check(event); e != cudaSuccess) return e;
+  emu::drain(event->recorded);
+  return cudaSuccess;
+}
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (const cudaError_t e = check(event); e != cudaSuccess) return e;
-  std::lock_guard lock(calls_mu);
-  return events_held ? cudaErrorNotReady : cudaSuccess;  // not an error: not recorded
+  {
+    std::lock_guard lock(calls_mu);
+    if (events_held) return cudaErrorNotReady;  // not an error: not recorded
+  }
+  return emu::passed(event->recorded) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
   if (const cudaError_t e = check(event); e != cudaSuccess) return e;
   log_order("record e" + std::to_string(event->id) + " on " + name_of(stream));
+  if (stream == nullptr) emu::drain_all();
+  event->recorded = emu::mark(queue_of(stream));
   return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
   if (const cudaError_t e = check(event); e != cudaSuccess) return e;
   log_order(name_of(stream) + " waits e" + std::to_string(event->id));
+  emu::enqueue(queue_of(stream), [recorded = event->recorded] { emu::drain(recorded); });
   return cudaSuccess;
 }
 

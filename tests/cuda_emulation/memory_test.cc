@@ -2,8 +2,9 @@
 // for the device, reuse a pinned block only once the GPU work queued
 // before its free is done, order a device free after copies on the
 // transfer stream, and still count each tensor's bytes exactly. The stub
-// runtime says which calls were made (runtime_calls.h); AddressSanitizer
-// sees a block used after its free.
+// runtime says which calls were made (runtime_calls.h) and runs stream
+// work only when waited for; AddressSanitizer sees a block used after its
+// free.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -101,6 +102,20 @@ TEST_F(CudaMemoryTest, ADeviceFreeAfterATransferCopyIsOrderedAfterIt) {
   const std::vector<std::string> later = emu::runtime_calls().stream_order;
   EXPECT_EQ(later.back(), "free on " + compute);
   EXPECT_EQ(later.size() - order.size(), 1u);
+}
+
+// What lets the emulation see missing waits: queued work has not run until
+// something waits for it, so the host reading pinned memory too early sees
+// the old bytes.
+TEST_F(CudaMemoryTest, StreamWorkRunsOnlyOnceWaitedFor) {
+  const Tensor host =
+      backend_->zeros({4}, DType::kF32, MemoryCategory::kCommBuffers, MemoryPool::kHost);
+  const Tensor device = backend_->empty({4}, DType::kF32, MemoryCategory::kCommBuffers);
+  backend_->fill(device, 7.0f);
+  backend_->copy(host, device, StreamKind::kCompute);
+  EXPECT_EQ(host.data_as<float>()[0], 0.0f);  // queued, not run
+  backend_->synchronize();
+  EXPECT_EQ(host.data_as<float>()[3], 7.0f);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct RuntimeCalls {
 RuntimeCalls runtime_calls();
 // Counts one cublasLtMatmul (the cuBLASLt stub's).
 void count_lt_matmul();
+// Queues `work` on `stream` (stream_queues.h): what the cuBLAS stubs'
+// GEMMs and the kernel launches do.
+void enqueue_on(cudaStream_t stream, std::function<void()> work);
 // While held, cudaEventQuery answers cudaErrorNotReady for every event.
 void hold_events(bool held);
 // "s<M>", the name `stream` has in stream_order.

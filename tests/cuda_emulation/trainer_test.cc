@@ -2,10 +2,12 @@
 // CPU backend, for every ZeRO stage and both offloads (world size 1): how
 // the model and ZeroEngine use the CUDA backend (views, scratch, the host
 // pool, the transfer stream and its events) is checked under
-// AddressSanitizer, which the op-by-op parity suite does not reach. The
-// emulation runs streams synchronously, so this checks logic, not stream
-// ordering; it also checks that training never waits for the whole device
-// (no cudaDeviceSynchronize, no cudaFree).
+// AddressSanitizer, which the op-by-op parity suite does not reach. Work
+// on the emulated streams runs as late as CUDA allows (stream_queues.h), so
+// a missing wait between the streams, the communicator-free host code and
+// the pinned buffers shows as a difference or an ASan report; it also
+// checks that training never waits for the whole device (no
+// cudaDeviceSynchronize, no cudaFree).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -64,6 +64,9 @@ inline constexpr size_t kFiberStackBytes = 64 * 1024;
 // stream records its own error).
 bool usable_stream(cudaStream_t stream);
 void record_launch_error(cudaError_t error);
+// Queues a launch's work on its stream (stream_queues.h): it runs when
+// something waits for the stream.
+void enqueue_on(cudaStream_t stream, std::function<void()> work);
 
 // ---- host <-> multiprocessor hand-off ---------------------------------------
 // Sleeps until `word` no longer holds `value` (acquire) and returns it.
@@ -401,8 +404,9 @@ class Device {
 
 // kernel<<<grid, block, dynamic_smem, stream>>>(args...) as rewritten by
 // rewrite_launches.py: the arguments are evaluated once, here, and every
-// CUDA thread calls kernel with its own copy. An invalid configuration or
-// stream fails like CUDA's (cudaGetLastError), without running anything.
+// CUDA thread calls kernel with its own copy when the stream runs the
+// launch. An invalid configuration or stream fails like CUDA's
+// (cudaGetLastError) at the call, without queueing anything.
 template <class Kernel, class... Args>
 void launch(dim3 grid, dim3 block, size_t dynamic_smem, cudaStream_t stream, Kernel kernel,
             Args... args) {
@@ -414,8 +418,9 @@ void launch(dim3 grid, dim3 block, size_t dynamic_smem, cudaStream_t stream, Ker
     record_launch_error(cudaErrorInvalidConfiguration);
     return;
   }
-  const std::tuple<Args...> params(args...);
-  Device::get().run(grid, block, [&] { std::apply(kernel, params); });
+  enqueue_on(stream, [grid, block, kernel, params = std::tuple<Args...>(args...)] {
+    Device::get().run(grid, block, [&] { std::apply(kernel, params); });
+  });
 }
 
 }  // namespace emu
