@@ -172,6 +172,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
                                               int* found) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (requested < 1) return stub::invalid("no algorithm requested");
+  emu::count_lt_heuristic();
   *found = problem(desc(d), layout(a), layout(b), layout(c), layout(dl)) == nullptr ? 1 : 0;
   if (*found == 1) {
     results[0] = cublasLtMatmulHeuristicResult_t{};

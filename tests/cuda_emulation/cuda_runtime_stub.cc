@@ -146,6 +146,7 @@ RuntimeCalls runtime_calls() {
   return calls;
 }
 void count_lt_matmul() { count(&emu::RuntimeCalls::lt_matmuls); }
+void count_lt_heuristic() { count(&emu::RuntimeCalls::lt_heuristics); }
 void hold_events(bool held) {
   std::lock_guard lock(calls_mu);
   events_held = held;

@@ -21,14 +21,17 @@ struct RuntimeCalls {
   int pool_frees = 0;               // cudaFreeAsync
   int pinned_allocations = 0;       // cudaMallocHost
   int lt_matmuls = 0;               // cublasLtMatmul (cublaslt_stub.cc)
+  int lt_heuristics = 0;            // cublasLtMatmulAlgoGetHeuristic
   // "record e<N> on s<M>", "s<M> waits e<N>", "free on s<M>", in call order.
   std::vector<std::string> stream_order;
 };
 
 // The calls made so far in this process.
 RuntimeCalls runtime_calls();
-// Counts one cublasLtMatmul (the cuBLASLt stub's).
+// Count one cublasLtMatmul, one cublasLtMatmulAlgoGetHeuristic (the
+// cuBLASLt stub's).
 void count_lt_matmul();
+void count_lt_heuristic();
 // Queues `work` on `stream` (stream_queues.h): what the cuBLAS stubs'
 // GEMMs and the kernel launches do.
 void enqueue_on(cudaStream_t stream, std::function<void()> work);

@@ -91,8 +91,10 @@ class CudaBackend final : public Backend {
   // The cuBLAS and cuBLASLt handles (the compute stream, one workspace)
   // and whether fp32 GEMMs may use TF32.
   gpu::Blas blas() const {
-    return {cublas_.get(), tf32_, cublas_lt_.get(), memory_->compute(), cublas_workspace_.data(),
-            cublas_workspace_.nbytes()};
+    return {cublas_.get(),          tf32_,
+            cublas_lt_.get(),       memory_->compute(),
+            cublas_workspace_.data(), cublas_workspace_.nbytes(),
+            &lt_algorithms_};
   }
   // One op's temporary device buffers, one tensor per request in order,
   // carved (256-byte aligned) from a grow-only workspace counted as
@@ -123,6 +125,7 @@ class CudaBackend final : public Backend {
   Tensor cublas_workspace_;  // handed to cuBLAS, counted as workspace
   CublasHandle cublas_;
   CublasLtHandle cublas_lt_;  // shares cublas_workspace_: both run on the compute stream
+  mutable gpu::LtAlgorithms lt_algorithms_;  // filled by the const blas()'s users
   Tensor scratch_;  // grows to the largest scratch() request
 };
 

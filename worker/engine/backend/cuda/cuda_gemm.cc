@@ -137,20 +137,33 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
   d.a = b.transposed ? layout_of(b.dtype, k, n, b.ld) : layout_of(b.dtype, n, k, b.ld);
   d.b = a.transposed ? layout_of(a.dtype, m, k, a.ld) : layout_of(a.dtype, k, m, a.ld);
   d.c = layout_of(c.dtype, n, m, c.ld);
-  MIXTRAIN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.preference));
-  const uint64_t workspace = blas.workspace_bytes;
-  MIXTRAIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  const cublasStatus_t searched = cublasLtMatmulAlgoGetHeuristic(
-      blas.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1, &heuristic, &found);
-  if (searched != CUBLAS_STATUS_SUCCESS || found == 0) return false;
+  const LtAlgorithms::Problem problem{
+      m, n, k, a.ld, b.ld, c.ld, static_cast<int64_t>(c.dtype), a.transposed, b.transposed,
+      static_cast<int64_t>(kind), blas.tf32};
+  LtAlgorithms* known = blas.lt_algorithms;
+  std::optional<cublasLtMatmulAlgo_t> algorithm;
+  if (known != nullptr && known->chosen.contains(problem)) {
+    algorithm = known->chosen.at(problem);
+  } else {
+    MIXTRAIN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.preference));
+    const uint64_t workspace = blas.workspace_bytes;
+    MIXTRAIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int found = 0;
+    if (cublasLtMatmulAlgoGetHeuristic(blas.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1,
+                                       &heuristic, &found) == CUBLAS_STATUS_SUCCESS &&
+        found > 0) {
+      algorithm = heuristic.algo;
+    }
+    if (known != nullptr) known->chosen.emplace(problem, algorithm);
+  }
+  if (!algorithm) return false;
   // With GELU the epilogue's output D is gelu_out; C is read (beta) and
   // receives the pre-activation through the auxiliary pointer.
   void* d_out = epilogue.gelu_out != nullptr ? epilogue.gelu_out : c.data;
   MIXTRAIN_CUBLAS_CHECK(cublasLtMatmul(blas.lt, d.op, &alpha, b.data, d.a, a.data, d.b, &beta,
-                                       c.data, d.c, d_out, d.c, &heuristic.algo, blas.workspace,
+                                       c.data, d.c, d_out, d.c, &*algorithm, blas.workspace,
                                        blas.workspace_bytes, blas.stream));
   return true;
 }

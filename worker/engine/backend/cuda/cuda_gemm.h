@@ -10,7 +10,10 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 
 #include "numerics/dtype.h"
 
@@ -26,9 +29,21 @@ struct GemmOperand {
   bool transposed;       // the product uses this matrix transposed
 };
 
+// cuBLASLt's algorithm for each linear-layer problem it was asked about
+// (nullopt: it offered none). Its heuristic costs host time on every layer
+// of every micro-batch, and its answer for a problem does not change. Used
+// by one backend's ops, on one thread.
+struct LtAlgorithms {
+  // m, n, k, the three leading dimensions, dtype, both transposes, the
+  // epilogue, TF32.
+  using Problem = std::array<int64_t, 11>;
+  std::map<Problem, std::optional<cublasLtMatmulAlgo_t>> chosen;
+};
+
 // The cuBLAS handles a GEMM runs on (both bound to `stream`; cuBLASLt's
-// calls get the workspace explicitly) and whether fp32 inputs may be
-// rounded to TF32 for tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
+// calls get the workspace explicitly), whether fp32 inputs may be rounded
+// to TF32 for tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32), and cuBLASLt's
+// remembered algorithms.
 struct Blas {
   cublasHandle_t handle;
   bool tf32 = false;
@@ -36,6 +51,7 @@ struct Blas {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  LtAlgorithms* lt_algorithms = nullptr;
 };
 
 struct GemmOutput {
@@ -75,7 +91,8 @@ struct LinearEpilogue {
 // Returns false having enqueued nothing when cuBLASLt cannot run it: a
 // pointer or a row off a 16-byte boundary, a GELU output whose rows are
 // not a multiple of 8 elements, or no algorithm offered; the caller then
-// computes it another way.
+// computes it another way. The algorithm is asked for once per problem
+// when blas.lt_algorithms is set.
 bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                          const GemmOperand& b, const GemmOutput& c, float alpha, float beta,
                          const LinearEpilogue& epilogue);
