@@ -636,6 +636,55 @@ TEST_P(BackendParityTest, SoftmaxCrossEntropyLossAndGradient) {
   }
 }
 
+// A vocabulary padded to 128 columns with 100 real classes: the padding
+// is left out of the softmax (the losses are those of the 100 columns
+// alone) and its gradient is zero.
+TEST_P(BackendParityTest, SoftmaxCrossEntropyLeavesOutAPaddedVocabulary) {
+  const int64_t rows = 5, padded = 128, classes = 100;
+  const std::vector<double> values = random_values(rows * padded, 65, -4.0f, 4.0f);
+  std::vector<double> unpadded;
+  for (int64_t r = 0; r < rows; ++r)
+    unpadded.insert(unpadded.end(), values.begin() + r * padded,
+                    values.begin() + r * padded + classes);
+  for (DType dtype : kFloatTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin logits = make({rows, padded}, dtype, values);
+    const Twin alone = make({rows, classes}, dtype, unpadded);
+    const Twin targets = make_ids({rows}, random_ids(rows, 66, classes));
+    const Twin losses = make_random({rows}, DType::kF32, 67);
+    const Twin losses_alone = make_random({rows}, DType::kF32, 68);
+    run_both([&](Backend& b, Side s) {
+      const Tensor l = logits.*s;
+      b.softmax_cross_entropy(losses.*s, &l, l, targets.*s, 0.5f, classes);
+      const Tensor a = alone.*s;
+      b.softmax_cross_entropy(losses_alone.*s, &a, a, targets.*s, 0.5f);
+    });
+    expect_close(losses, parity_tolerance(dtype), "losses");
+    expect_close(logits, parity_tolerance(dtype), "dlogits");
+    const std::vector<double> padded_loss = values_of(*backend_, losses.test);
+    const std::vector<double> alone_loss = values_of(*backend_, losses_alone.test);
+    const std::vector<double> gradient = values_of(*backend_, logits.test);
+    const std::vector<double> alone_gradient = values_of(*backend_, alone.test);
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_NEAR(padded_loss[r], alone_loss[r], 1e-6 * std::fabs(alone_loss[r])) << r;
+      for (int64_t j = 0; j < padded; ++j) {
+        const double g = gradient[r * padded + j];
+        if (j >= classes) {
+          EXPECT_EQ(g, 0.0) << r << ", " << j;
+        } else {
+          EXPECT_NEAR(g, alone_gradient[r * classes + j], 1e-6) << r << ", " << j;
+        }
+      }
+    }
+  }
+  Tensor losses = backend_->empty({1}, DType::kF32, MemoryCategory::kActivations);
+  const Twin logits = make_random({1, 8}, DType::kF32, 69);
+  const Twin target = make_ids({1}, {6});
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { backend_->softmax_cross_entropy(losses, nullptr, logits.test, target.test, 1.0f, 9); },
+      {"classes 9", "8 columns"}));
+}
+
 // ---- optimizer and mixed precision --------------------------------------------
 
 TEST_P(BackendParityTest, AdamWUpdatesMasterMomentsAndParams) {

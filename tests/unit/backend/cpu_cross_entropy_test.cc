@@ -138,6 +138,13 @@ TEST(CpuCrossEntropy, BadTargetsAndShapesThrow) {
                                        make_ids(*backend, {0, 1, 37, 2, 3}), 1.0f);
       },
       {"softmax_cross_entropy", "targets", "37", "vocab size is 37"}));
+  // A padded vocabulary: a target in the padding is no class.
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] {
+        backend->softmax_cross_entropy(losses, nullptr, logits,
+                                       make_ids(*backend, {0, 1, 30, 2, 3}), 1.0f, 30);
+      },
+      {"softmax_cross_entropy", "targets", "30", "number of classes is 30"}));
   EXPECT_TRUE(throws_invalid_argument(
       [&] {
         backend->softmax_cross_entropy(losses, nullptr, logits, make_ids(*backend, {0, 1, 2}),

@@ -165,9 +165,12 @@ class Backend {
   // losses (N) fp32 = -log softmax(logits)[target] per row (logits (N,V),
   // targets (N) int32). When dlogits is given (it may alias logits), it is
   // overwritten with dloss * (softmax - onehot(target)); softmax in fp32.
+  // classes > 0 (at most V): only the first `classes` columns are the
+  // distribution; the rest, a vocabulary's padding, are left out of the
+  // softmax and get a zero gradient. 0: all V columns.
   virtual void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
-                                     const Tensor& logits, const Tensor& targets,
-                                     float dloss) = 0;
+                                     const Tensor& logits, const Tensor& targets, float dloss,
+                                     int64_t classes = 0) = 0;
 
   // ---- optimizer and mixed precision -----------------------------------
   // One AdamW step (PyTorch torch.optim.AdamW semantics) on fp32 master, m,

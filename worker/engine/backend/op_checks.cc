@@ -102,6 +102,17 @@ void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor
   check_shape(op, "bias_grad", *bias_grad, {a.dim(1)});
 }
 
+int64_t checked_classes(const char* op, int64_t classes, int64_t columns) {
+  if (classes == 0) return columns;
+  if (classes < 0 || classes > columns) {
+    throw EngineError(ErrorCode::kInvalidArgument,
+                      std::string(op) + ": classes " + std::to_string(classes) +
+                          " must be 0 (all) or between 1 and the logits' " +
+                          std::to_string(columns) + " columns");
+  }
+  return classes;
+}
+
 void check_ids(const char* op, const char* name, const Tensor& ids, int64_t limit,
                const char* limit_name) {
   check_defined(op, name, ids);

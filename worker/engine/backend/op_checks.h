@@ -47,6 +47,10 @@ void check_gelu_out(const char* op, const Tensor& c, const Tensor* gelu_out);
 // of fp32, fp16 or bf16 for A stored (K,M). Nothing to check when null.
 void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor* bias_grad);
 
+// softmax_cross_entropy's classes: 0 (all `columns`) or in [1, columns];
+// returns the number of classes in effect.
+int64_t checked_classes(const char* op, int64_t classes, int64_t columns);
+
 // Every value of the int32 host-readable tensor `ids` lies in [0, limit); otherwise the
 // message names the first bad value, its index, and `limit_name` (e.g.
 // "vocab size").

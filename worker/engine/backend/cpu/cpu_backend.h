@@ -57,7 +57,7 @@ class CpuBackend final : public Backend {
   void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
                           const Tensor& att, int n_head) override;
   void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits, const Tensor& logits,
-                             const Tensor& targets, float dloss) override;
+                             const Tensor& targets, float dloss, int64_t classes) override;
 
   void adamw_update(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grad,
                     const AdamWConfig& config, const Tensor* param_out) override;

@@ -3,7 +3,8 @@
 // logits' gradient dloss * (p - onehot(target)), written over the logits
 // when they alias so that no (N,V) probability tensor is ever stored.
 // Softmax is in fp32 with the row max subtracted, exp vectorized
-// (cpu_math.h); rows are spread over threads.
+// (cpu_math.h); rows are spread over threads. Columns past `classes` (a
+// padded vocabulary) are left out and get a zero gradient.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -69,7 +70,8 @@ MIXTRAIN_MULTIVERSION void scale_span(float* x, float factor, int64_t n) {
 }  // namespace
 
 void CpuBackend::softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
-                                       const Tensor& logits, const Tensor& targets, float dloss) {
+                                       const Tensor& logits, const Tensor& targets, float dloss,
+                                       int64_t classes) {
   constexpr const char* kOp = "softmax_cross_entropy";
   check_float(kOp, "logits", logits);
   MIXTRAIN_CHECK_ARG(logits.ndim() >= 1 && logits.dim(-1) > 0,
@@ -79,7 +81,8 @@ void CpuBackend::softmax_cross_entropy(const Tensor& losses, const Tensor* dlogi
   check_dtype(kOp, "losses", losses, DType::kF32);
   check_numel(kOp, "losses", losses, rows);
   check_numel(kOp, "targets", targets, rows);
-  check_ids(kOp, "targets", targets, vocab, "vocab size");
+  const int64_t used = op_checks::checked_classes(kOp, classes, vocab);
+  check_ids(kOp, "targets", targets, used, used < vocab ? "number of classes" : "vocab size");
   if (dlogits != nullptr) {
     check_float(kOp, "dlogits", *dlogits);
     check_matrix(kOp, "dlogits", *dlogits, rows, vocab);
@@ -98,15 +101,16 @@ void CpuBackend::softmax_cross_entropy(const Tensor& losses, const Tensor* dlogi
     const int64_t at = n * vocab;
     const float* x = logits_view.read(at, vocab, buffers);
     const float target_logit = x[target[n]];
-    const float max = row_max(x, vocab);
+    const float max = row_max(x, used);
     // The softmax numerators go where the gradient will be written (which
     // may be x itself: x is not read again), or to scratch.
     float* e = dlogits_view ? dlogits_view->overwrite(at, vocab, buffers + vocab) : buffers + vocab;
-    const float sum = exp_shifted_and_sum(e, x, max, vocab);
+    const float sum = exp_shifted_and_sum(e, x, max, used);
     loss[n] = std::log(sum) - (target_logit - max);
     if (dlogits_view) {
-      scale_span(e, dloss / sum, vocab);  // dloss * softmax
+      scale_span(e, dloss / sum, used);  // dloss * softmax
       e[target[n]] -= dloss;
+      std::fill(e + used, e + vocab, 0.0f);  // the padding takes no part
       dlogits_view->commit(at, vocab, e);
     }
   }
