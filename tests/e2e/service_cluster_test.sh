@@ -25,7 +25,9 @@ for name in a b; do
   metrics=$(curl -sf "http://127.0.0.1:${WORKER_METRICS[$name]}/metrics") || fail "worker $name /metrics"
   for series in mixtrain_train_loss mixtrain_loss_scale mixtrain_steps_total \
                 mixtrain_step_duration_seconds_bucket mixtrain_memory_bytes; do
-    echo "$metrics" | grep -q "^$series{.*job_id=\"$id\"" || fail "worker $name lacks $series for $id"
+    # A here-string, not a pipe: grep -q stops at the first match, and
+    # under pipefail a writer killed by SIGPIPE would fail the check.
+    grep -q "^$series{.*job_id=\"$id\"" <<<"$metrics" || fail "worker $name lacks $series for $id"
   done
 done
 sd=$(curl -sf "http://127.0.0.1:$HTTP_PORT/sd/workers") || fail "/sd/workers"
@@ -36,7 +38,8 @@ targets = [t for group in json.load(sys.stdin) for t in group['targets']]
 sys.exit(0 if any(t.endswith(':${WORKER_METRICS[$name]}') for t in targets) else 1)" \
     || fail "/sd/workers does not list worker $name: $sd"
 done
-curl -sf "http://127.0.0.1:$HTTP_PORT/metrics" | grep -q '^mixtrain_jobs{state="running"} 1' \
+coordinator_metrics=$(curl -sf "http://127.0.0.1:$HTTP_PORT/metrics") || fail "coordinator /metrics"
+grep -q '^mixtrain_jobs{state="running"} 1' <<<"$coordinator_metrics" \
   || fail "coordinator /metrics does not count the running job"
 
 wait_state "$id" SUCCEEDED 300
@@ -56,7 +59,8 @@ mixtrain logs "$id" >"$WORK/logs.txt"
 grep -q "step" "$WORK/logs.txt" || fail "logs $id shows no training lines"
 # The finished task's series are gone from the workers.
 for name in a b; do
-  if curl -sf "http://127.0.0.1:${WORKER_METRICS[$name]}/metrics" | grep -q "job_id=\"$id\""; then
+  metrics=$(curl -sf "http://127.0.0.1:${WORKER_METRICS[$name]}/metrics") || fail "worker $name /metrics"
+  if grep -q "job_id=\"$id\"" <<<"$metrics"; then
     fail "worker $name still exports series of finished job $id"
   fi
 done
