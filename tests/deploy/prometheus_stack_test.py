@@ -30,11 +30,14 @@ import urllib.request
 from pathlib import Path
 
 INIT_SCALE = 2.0 ** 40
+# 5000 steps: about 40 s on two cores, so that Prometheus, which finds the
+# workers through /sd/workers (5 s refresh) and scrapes every 5 s, has
+# several samples of every series (2500 steps, 20 s, once left only one).
 SPEC = f"""version: 1
 name: overflow-drill
 model: {{arch: gpt, layers: 2, heads: 2, dim: 64, seq_len: 32, vocab: 256}}
 data: {{train: "builtin:demo", val_fraction: 0.1, format: text}}
-train: {{steps: 2500, micro_batch: 4, lr: 1.0e-3, min_lr: 1.0e-4, warmup_steps: 10,
+train: {{steps: 5000, micro_batch: 4, lr: 1.0e-3, min_lr: 1.0e-4, warmup_steps: 10,
         eval_every: 250, eval_batches: 2}}
 precision: {{compute: fp16, loss_scale: dynamic, init_scale: {INIT_SCALE:.0f}, growth_interval: 5,
             min_scale: 1.0, on_min_scale: continue}}
