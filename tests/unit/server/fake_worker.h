@@ -14,8 +14,10 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -128,6 +130,10 @@ class FakeWorker {
     request.set_outcome(outcome);
     request.set_message(message);
     request.set_summary_json(summary_json);
+    if (outcome != v1::TASK_OUTCOME_RUNNING) {
+      absl::MutexLock lock(&mu_);
+      reported_final_.emplace(task.job_id(), task.attempt());
+    }
     v1::ReportProgressResponse response;
     const grpc::Status status = stub_->ReportProgress(context().get(), request, &response);
     // As the agent does: a final outcome stays in the heartbeats until the
@@ -186,6 +192,12 @@ class FakeWorker {
         }
         running_.push_back(started);
       }
+      if (command.has_cancel() && reported_final_.contains(std::make_pair(
+                                      command.cancel().job_id(), command.cancel().attempt()))) {
+        // The coordinator took the outcome but a heartbeat still listed the
+        // task: as the agent, ignore the cancel of a task that ended here.
+        continue;
+      }
       if (command.has_cancel()) {
         const auto stopped_at = std::chrono::steady_clock::now() + cancel_takes_;
         for (const v1::RunningTask& task : running_) {
@@ -242,6 +254,8 @@ class FakeWorker {
   absl::Mutex mu_;
   std::deque<v1::TaskCommand> commands_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RunningTask> running_ ABSL_GUARDED_BY(mu_);
+  // (job, attempt) of every final outcome reported.
+  std::set<std::pair<std::string, int32_t>> reported_final_ ABSL_GUARDED_BY(mu_);
   // Cancelled tasks still listed until their time.
   std::vector<std::pair<v1::RunningTask, std::chrono::steady_clock::time_point>> stopping_
       ABSL_GUARDED_BY(mu_);
