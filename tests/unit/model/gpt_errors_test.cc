@@ -104,7 +104,7 @@ TEST_F(GptErrorsTest, BackwardNeedsAForwardWithTargets) {
 TEST_F(GptErrorsTest, LogitsNeedAForwardAndAreGoneAfterBackward) {
   EXPECT_THAT(error_of([&] { gpt_.logits(); }), HasSubstr("no forward"));
   gpt_.forward(params_, tokens_, targets_);
-  EXPECT_EQ(gpt_.logits().shape(), (Shape{2, 4, 11}));
+  EXPECT_EQ(gpt_.logits().shape(), (Shape{2, 4, 64}));
   gpt_.backward(params_, grads_, 1.0f);
   EXPECT_THAT(error_of([&] { gpt_.logits(); }), HasSubstr("backward"));
 }

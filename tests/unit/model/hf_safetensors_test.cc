@@ -40,8 +40,12 @@ std::filesystem::path fresh_file(const std::string& suffix) {
 
 // Distinct, not bf16-representable values for every parameter.
 std::vector<float> distinct_weights(const GptConfig& config) {
-  std::vector<float> out(static_cast<size_t>(ParameterLayout(config).numel()));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = 0.001f * static_cast<float>(i) + 1.0f / 3.0f;
+  const ParameterLayout layout(config);
+  std::vector<float> out(static_cast<size_t>(layout.numel()));  // wte's padding rows stay zero
+  for (const ParameterInfo& info : layout.parameters()) {
+    for (int64_t i = info.offset; i < info.offset + info.numel; ++i)
+      out[static_cast<size_t>(i)] = 0.001f * static_cast<float>(i) + 1.0f / 3.0f;
+  }
   return out;
 }
 

@@ -105,7 +105,7 @@ TEST(ParameterLayoutTest, UnitsAreEmbeddingsBlocksAndLnfTilingTheBuffer) {
   EXPECT_EQ(units[ParameterLayout::kEmbeddingsUnit].name, "embeddings");
   EXPECT_EQ(units[layout.block_unit(1)].name, "h.1");
   EXPECT_EQ(units[layout.lnf_unit()].name, "ln_f");
-  EXPECT_EQ(units[0].numel, (11 + 4) * 8);
+  EXPECT_EQ(units[0].numel, (64 + 4) * 8);  // wte's rows padded to 64
   EXPECT_EQ(units[1].numel, 12 * 8 * 8 + 13 * 8);
   EXPECT_EQ(units[3].numel, 2 * 8);
   int64_t next = 0;
@@ -118,7 +118,7 @@ TEST(ParameterLayoutTest, UnitsAreEmbeddingsBlocksAndLnfTilingTheBuffer) {
     next_parameter = unit.end_parameter;
   }
   EXPECT_EQ(next, layout.numel());
-  EXPECT_EQ(layout.numel(), layout.param_count());
+  EXPECT_EQ(layout.numel(), layout.param_count() + (64 - 11) * 8);
   EXPECT_EQ(next_parameter, layout.parameters().size());
 }
 
@@ -137,9 +137,25 @@ TEST(ParameterLayoutTest, AlignmentPadsEachUnitToAMultipleWithAtMostAlignmentMin
       // Parameters keep their order and stay contiguous within the unit.
       EXPECT_EQ(layout.parameters()[unit.first_parameter].offset, unit.offset);
     }
-    EXPECT_EQ(layout.numel(), layout.param_count() + padding);
+    EXPECT_EQ(layout.numel(), layout.param_count() + (64 - 11) * 8 + padding);
   }
   EXPECT_THROW(ParameterLayout(tiny_config(), 0), EngineError);
+}
+
+TEST(ParameterLayoutTest, OutputHeadIsWteWithItsRowsPaddedToAMultipleOf64) {
+  const ParameterLayout tiny(tiny_config());  // V = 11, C = 8
+  EXPECT_EQ(tiny.output_head().name, tiny.wte().name);
+  EXPECT_EQ(tiny.output_head().offset, tiny.wte().offset);
+  EXPECT_EQ(tiny.output_head().unit, ParameterLayout::kEmbeddingsUnit);
+  EXPECT_EQ(tiny.output_head().shape, (Shape{64, 8}));
+  EXPECT_EQ(tiny.wte().shape, (Shape{11, 8}));
+  EXPECT_EQ(tiny.wpe().offset, 64 * 8);  // the padding rows lie between wte and wpe
+  const ParameterLayout example(example_config());  // V = 256: nothing to pad
+  EXPECT_EQ(example.output_head().shape, example.wte().shape);
+  GptConfig gpt2 = example_config();
+  gpt2.vocab = 50257;
+  EXPECT_EQ(gpt2.padded_vocab(), 50304);  // llm.c's Vp for GPT-2
+  EXPECT_EQ(ParameterLayout(gpt2).numel(), ParameterLayout(gpt2).param_count() + 47 * 384);
 }
 
 TEST(GptConfigTest, ValidateNamesTheBadField) {

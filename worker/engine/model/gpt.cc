@@ -89,7 +89,8 @@ float Gpt::forward(GptWeights& weights, const Tensor& tokens, const Tensor& targ
   logits_valid_ = false;
   backward_pending_ = false;
   run_forward(weights);
-  backend_.softmax_cross_entropy(acts_->losses, nullptr, acts_->logits, acts_->targets, 1.0f);
+  backend_.softmax_cross_entropy(acts_->losses, nullptr, acts_->logits, acts_->targets, 1.0f,
+                                 config_.vocab);
   std::vector<float> losses(static_cast<size_t>(acts_->losses.numel()));
   backend_.copy_to_host(losses.data(), acts_->losses);
   double sum = 0.0;

@@ -57,8 +57,9 @@ class Gpt {
   // or after the backend's synchronize().
   void forward(const Tensor& params, const Tensor& tokens);
 
-  // The (B,T,V) logits (compute dtype, the model's memory) of the last
-  // forward; overwritten by the next forward. Throws EngineError
+  // The (B,T,Vp) logits (compute dtype, the model's memory) of the last
+  // forward: the first V columns of each row are the vocabulary's, the
+  // rest the padding's (config().padded_vocab(), zero); overwritten by the next forward. Throws EngineError
   // (kInvalidArgument) when no forward ran or a backward has since reused
   // the memory for the logits' gradient.
   Tensor logits() const;

@@ -40,7 +40,7 @@ GptActivations::GptActivations(Backend& backend, const GptConfig& config, DType 
   lnf = alloc({b, t, c}, dtype);
   lnf_mean = alloc({b, t}, DType::kF32);
   lnf_rstd = alloc({b, t}, DType::kF32);
-  logits = alloc({b, t, config.vocab}, dtype);
+  logits = alloc({b, t, config.padded_vocab()}, dtype);
   losses = alloc({b * t}, DType::kF32);
 }
 

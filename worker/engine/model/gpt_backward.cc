@@ -30,16 +30,19 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
     be.matmul(grad(layout_.block(layer, weight)), rows(dout), rows(in), accumulate_dw);
   };
 
-  // dlogits, written over the logits: dloss/(B*T) * (softmax - onehot).
-  be.softmax_cross_entropy(a.losses, &a.logits, a.logits, a.targets, dloss_per_position);
-  // Tied head: dlnf = dlogits wte, dwte += dlogits^T lnf. The embeddings
-  // stay acquired until the embedding backward completes wte's gradient.
+  // dlogits, written over the logits: dloss/(B*T) * (softmax - onehot), and
+  // zero in the padded vocabulary's columns.
+  be.softmax_cross_entropy(a.losses, &a.logits, a.logits, a.targets, dloss_per_position,
+                           config_.vocab);
+  // Tied head: dlnf = dlogits wte, dwte += dlogits^T lnf (zero in the
+  // padding rows). The embeddings stay acquired until the embedding
+  // backward completes wte's gradient.
   weights.acquire(ParameterLayout::kEmbeddingsUnit, GptPass::kBackward);
-  be.matmul(rows(d.btc), rows(a.logits), param(layout_.wte()));
+  be.matmul(rows(d.btc), rows(a.logits), param(layout_.output_head()));
   MatmulOptions accumulate_dwte;
   accumulate_dwte.trans_a = true;
   accumulate_dwte.beta = 1.0f;
-  be.matmul(grad(layout_.wte()), rows(a.logits), rows(a.lnf), accumulate_dwte);
+  be.matmul(grad(layout_.output_head()), rows(a.logits), rows(a.lnf), accumulate_dwte);
   be.set_zero(d.residual);
   weights.acquire(layout_.lnf_unit(), GptPass::kBackward);
   be.layernorm_backward(d.residual, grad(layout_.lnf_weight()), grad(layout_.lnf_bias()), d.btc,

@@ -53,14 +53,15 @@ void Gpt::run_forward(GptWeights& weights) {
     weights.release(layout_.block_unit(l), GptPass::kForward);
   }
 
-  // logits = ln_f(residual) wte^T (the head is tied to the token embedding)
+  // logits = ln_f(residual) wte^T (the head is tied to the token embedding;
+  // wte's zero padding rows give the padded vocabulary's zero logits)
   weights.acquire(layout_.lnf_unit(), GptPass::kForward);
   be.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.blocks.back().residual3,
                        param(layout_.lnf_weight()), param(layout_.lnf_bias()));
   weights.release(layout_.lnf_unit(), GptPass::kForward);
   MatmulOptions head;
   head.trans_b = true;
-  be.matmul(rows(a.logits), rows(a.lnf), param(layout_.wte()), head);
+  be.matmul(rows(a.logits), rows(a.lnf), param(layout_.output_head()), head);
   weights.release(ParameterLayout::kEmbeddingsUnit, GptPass::kForward);
 }
 

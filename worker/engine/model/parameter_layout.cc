@@ -33,6 +33,7 @@ ParameterLayout::ParameterLayout(const GptConfig& config, int64_t unit_alignment
     info.numel = shape_numel(shape);
     info.shape = std::move(shape);
     info.offset = numel_;
+    info.unit = units_.size();
     info.kind = kind;
     info.transposed_in_hf = is_linear_weight(kind);
     info.decay = is_weight_matrix(kind);
@@ -41,6 +42,10 @@ ParameterLayout::ParameterLayout(const GptConfig& config, int64_t unit_alignment
     parameters_.push_back(std::move(info));
   };
   add("transformer.wte.weight", {config.vocab, c}, ParameterKind::kEmbedding);
+  output_head_ = parameters_.back();
+  output_head_.shape = {config.padded_vocab(), c};
+  output_head_.numel = shape_numel(output_head_.shape);
+  numel_ = output_head_.offset + output_head_.numel;
   add("transformer.wpe.weight", {config.seq_len, c}, ParameterKind::kEmbedding);
   close_unit("embeddings", 0);
   for (int64_t layer = 0; layer < config.layers; ++layer) {

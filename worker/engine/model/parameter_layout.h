@@ -55,6 +55,7 @@ struct ParameterInfo {
   Shape shape;         // our layout: linear weights are (out, in), as llm.c
   int64_t offset = 0;  // first element in the flat buffer
   int64_t numel = 0;   // shape_numel(shape)
+  size_t unit = 0;     // index of its unit in ParameterLayout::units()
   ParameterKind kind = ParameterKind::kLinearBias;
   // The HF file stores this weight transposed, (in, out), because GPT-2's
   // Conv1D computes x @ W; true for every linear weight.
@@ -68,7 +69,7 @@ struct ParameterInfo {
 struct ParameterUnit {
   std::string name;            // "embeddings", "h.<layer>", "ln_f"
   int64_t offset = 0;          // first element in the flat buffer
-  int64_t numel = 0;           // elements of its parameters
+  int64_t numel = 0;           // elements of its parameters (and wte's padding rows)
   int64_t padded_numel = 0;    // numel rounded up to the alignment: its range's length
   size_t first_parameter = 0;  // its parameters are parameters()[first, end)
   size_t end_parameter = 0;
@@ -85,7 +86,7 @@ class ParameterLayout {
   // block by block in BlockParameter order, ln_f weight, ln_f bias. With
   // alignment 1 they tile [0, numel()) without gaps.
   const std::vector<ParameterInfo>& parameters() const { return parameters_; }
-  // Elements of the flat buffer, padding included.
+  // Elements of the flat buffer, padding (wte's rows and the units') included.
   int64_t numel() const { return numel_; }
   // Elements of the parameters, Psi: V*C + T*C + L*(12*C*C + 13*C) + 2*C.
   int64_t param_count() const { return param_count_; }
@@ -99,6 +100,9 @@ class ParameterLayout {
 
   const ParameterInfo& wte() const { return parameters_[0]; }
   const ParameterInfo& wpe() const { return parameters_[1]; }
+  // wte with its zero padding rows, (Vp, C) at wte's offset: the weight of
+  // the tied output GEMM, whose logits are (B*T, Vp). Not in parameters().
+  const ParameterInfo& output_head() const { return output_head_; }
   // Parameter `which` of block `layer` (0 <= layer < config.layers).
   const ParameterInfo& block(int64_t layer, BlockParameter which) const;
   const ParameterInfo& lnf_weight() const { return parameters_[parameters_.size() - 2]; }
@@ -113,6 +117,7 @@ class ParameterLayout {
 
   std::vector<ParameterInfo> parameters_;
   std::vector<ParameterUnit> units_;
+  ParameterInfo output_head_;
   int64_t layers_ = 0;
   int64_t unit_alignment_ = 1;
   int64_t numel_ = 0;

@@ -70,7 +70,7 @@ std::vector<int32_t> generate(Backend& backend, Gpt& gpt, const Tensor& params,
     backend.copy_from_host(tokens, prompt.data() + (prompt.size() - static_cast<size_t>(context)));
     gpt.forward(params, tokens);
     const Tensor logits = gpt.logits();
-    const Tensor row = logits.view((context - 1) * config.vocab, {config.vocab});
+    const Tensor row = logits.view((context - 1) * config.padded_vocab(), {config.vocab});
     const Tensor row_f32 = backend.empty({config.vocab}, DType::kF32, MemoryCategory::kWorkspace);
     backend.cast(row_f32, row);
     backend.copy_to_host(last.data(), row_f32);

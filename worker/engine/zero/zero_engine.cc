@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "common/error.h"
 
@@ -30,14 +31,11 @@ class ZeroEngine::Weights final : public GptWeights {
  private:
   Tensor unit_view(const std::vector<Tensor>& per_unit, const ParameterInfo& info,
                    const char* what) const {
-    const size_t unit =
-        engine_
-            .unit_of_parameter_[static_cast<size_t>(&info - engine_.layout_.parameters().data())];
-    const Tensor& buffer = per_unit[unit];
+    const Tensor& buffer = per_unit[info.unit];
     if (!buffer.defined())
       throw EngineError(ErrorCode::kInternal, "ZeroEngine: " + info.name + " used while its " +
                                                   std::string(what) + " is not acquired");
-    return buffer.view(info.offset - engine_.layout_.units()[unit].offset, info.shape);
+    return buffer.view(info.offset - engine_.layout_.units()[info.unit].offset, info.shape);
   }
 
   ZeroEngine& engine_;
@@ -76,11 +74,6 @@ ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, Zer
       gathered_(layout_.units().size()),
       buckets_(layout_.units().size()),
       weights_(std::make_unique<Weights>(*this)) {
-  for (size_t u = 0; u < layout_.units().size(); ++u) {
-    const ParameterUnit& unit = layout_.units()[u];
-    for (size_t p = unit.first_parameter; p < unit.end_parameter; ++p)
-      unit_of_parameter_.push_back(u);
-  }
   const int64_t owned = optimizer_partition_.numel();
   const bool host = settings_.offload_optimizer;
   master_ = allocate(owned, DType::kF32, MemoryCategory::kMasterParams, host);
@@ -309,8 +302,7 @@ void ZeroEngine::on_release(size_t unit_index, GptPass pass, bool reduce) {
   PendingReduce pending;
   pending.unit = unit_index;
   if (settings_.stage >= 2) {
-    pending.bucket = std::move(buckets_[unit_index]);
-    buckets_[unit_index] = Tensor();
+    pending.bucket = std::exchange(buckets_[unit_index], Tensor());
     pending.shard = reduce_buffers_.take(shard.numel);
     if (comm_ != nullptr) {
       pending.handle = comm_->reduce_scatter_async(pending.bucket, pending.shard, ReduceOp::kSum,

@@ -172,7 +172,6 @@ class ZeroEngine {
   DType grad_dtype_;
   ZeroPartition partition_;            // this rank's chunks of every unit
   ZeroPartition optimizer_partition_;  // what master/m/v hold (partition_ or everything)
-  std::vector<size_t> unit_of_parameter_;
 
   Tensor params_;  // full working weights (stages 0-2) or partition (stage 3)
   Tensor grads_;   // full gradients (stages 0, 1) or partition (stages 2, 3)
