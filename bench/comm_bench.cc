@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "comm/gloo/gloo_communicator.h"
-#include "comm/tcp_store.h"
-#include "common/error.h"
+#include "engine/backend/backend.h"
+#include "engine/comm/gloo/gloo_communicator.h"
+#include "engine/comm/tcp_store.h"
+#include "engine/common/error.h"
 
 namespace mixtrain {
 namespace {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "numerics/convert.h"
-#include "numerics/convert_kernels.h"
-#include "numerics/float16.h"
-#include "numerics/fp8.h"
+#include "engine/numerics/convert.h"
+#include "engine/numerics/convert_kernels.h"
+#include "engine/numerics/float16.h"
+#include "engine/numerics/fp8.h"
 
 namespace mixtrain {
 namespace {

@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "grpc_channel.h"
-#include "mixtrain.grpc.pb.h"
+#include "net/grpc_channel.h"
+#include "proto/mixtrain.grpc.pb.h"
 
 extern char** environ;
 

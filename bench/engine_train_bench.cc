@@ -31,11 +31,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "common/error.h"
-#include "config/job_spec.h"
-#include "numerics/dtype.h"
-#include "train/trainer.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/config/job_spec.h"
+#include "engine/numerics/dtype.h"
+#include "engine/train/trainer.h"
 
 namespace mixtrain {
 namespace {

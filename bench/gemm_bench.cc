@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/backend.h"
-#include "common/cpu_features.h"
+#include "engine/backend/backend.h"
+#include "engine/common/cpu_features.h"
 #ifdef MIXTRAIN_WITH_DNNL
 #include <dnnl.hpp>
 #endif

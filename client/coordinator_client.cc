@@ -1,7 +1,7 @@
 // Why: see coordinator_client.h.
-#include "coordinator_client.h"
+#include "client/coordinator_client.h"
 
-#include "grpc_channel.h"
+#include "net/grpc_channel.h"
 
 namespace mixtrain::cli {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "absl/status/statusor.h"
-#include "mixtrain.grpc.pb.h"
-#include "output_format.h"
+#include <absl/status/statusor.h>
+#include "proto/mixtrain.grpc.pb.h"
+#include "client/output_format.h"
 
 namespace mixtrain::cli {
 

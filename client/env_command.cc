@@ -1,9 +1,9 @@
 // Why: implementation of `mixtrain env`.
-#include "env_command.h"
+#include "client/env_command.h"
 
 #include <nlohmann/json.hpp>
 
-#include "common/build_info.h"
+#include "engine/backend/build_info.h"
 
 namespace mixtrain::cli {
 

@@ -5,7 +5,7 @@
 
 #include <ostream>
 
-#include "output_format.h"
+#include "client/output_format.h"
 
 namespace mixtrain::cli {
 

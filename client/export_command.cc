@@ -2,14 +2,14 @@
 // streams: each HF tensor is gathered from the checkpoint's shards and
 // written before the next, so only one parameter is ever copied, however
 // large the model and its optimizer state.
-#include "export_command.h"
+#include "client/export_command.h"
 
 #include <filesystem>
 
-#include "common/error.h"
-#include "model/hf_safetensors.h"
-#include "numerics/dtype.h"
-#include "train/trainer_checkpoint_files.h"
+#include "engine/common/error.h"
+#include "engine/model/hf_safetensors.h"
+#include "engine/numerics/dtype.h"
+#include "engine/train/trainer_checkpoint_files.h"
 
 namespace mixtrain::cli {
 

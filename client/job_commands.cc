@@ -1,13 +1,13 @@
 // Why: see job_commands.h.
-#include "job_commands.h"
+#include "client/job_commands.h"
 
 #include <cstdio>
 #include <ctime>
 #include <string>
 #include <vector>
 
-#include "job_view.h"
-#include "text_table.h"
+#include "client/job_view.h"
+#include "client/text_table.h"
 
 namespace mixtrain::cli {
 namespace {

@@ -1,14 +1,14 @@
 // Why: see job_follower.h.
-#include "job_follower.h"
+#include "client/job_follower.h"
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
 
-#include "job_view.h"
-#include "progress_printer.h"
-#include "reconnect_backoff.h"
+#include "client/job_view.h"
+#include "launch/progress_printer.h"
+#include "net/reconnect_backoff.h"
 
 namespace mixtrain::cli {
 namespace {

@@ -12,8 +12,8 @@
 #include <ostream>
 #include <string>
 
-#include "coordinator_client.h"
-#include "mixtrain.pb.h"
+#include "client/coordinator_client.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::cli {
 

@@ -1,5 +1,5 @@
 // Why: see job_view.h.
-#include "job_view.h"
+#include "client/job_view.h"
 
 #include <algorithm>
 #include <chrono>

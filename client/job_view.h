@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string>
 
-#include "mixtrain.pb.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::cli {
 

@@ -1,5 +1,5 @@
 // Why: see local_cluster.h.
-#include "local_cluster.h"
+#include "client/local_cluster.h"
 
 #include <fcntl.h>
 #include <signal.h>

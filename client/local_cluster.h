@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "child_process.h"
+#include "launch/child_process.h"
 
 namespace mixtrain::cli {
 

@@ -1,5 +1,5 @@
 // Why: see local_command.h.
-#include "local_command.h"
+#include "client/local_command.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <thread>
 
-#include "coordinator_client.h"
-#include "job_follower.h"
-#include "job_spec_yaml.h"
-#include "job_view.h"
-#include "local_cluster.h"
-#include "submit_command.h"
-#include "summary_file.h"
+#include "client/coordinator_client.h"
+#include "client/job_follower.h"
+#include "jobspec/job_spec_yaml.h"
+#include "client/job_view.h"
+#include "client/local_cluster.h"
+#include "client/submit_command.h"
+#include "launch/summary_file.h"
 
 namespace mixtrain::cli {
 namespace {

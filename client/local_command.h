@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string>
 
-#include "output_format.h"
+#include "client/output_format.h"
 
 namespace mixtrain::cli {
 

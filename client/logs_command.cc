@@ -1,10 +1,10 @@
 // Why: see logs_command.h.
-#include "logs_command.h"
+#include "client/logs_command.h"
 
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "reconnect_backoff.h"
+#include "net/reconnect_backoff.h"
 
 namespace mixtrain::cli {
 namespace {

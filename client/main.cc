@@ -8,11 +8,11 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "env_command.h"
-#include "export_command.h"
-#include "sample_command.h"
-#include "service_cli.h"
-#include "train_command.h"
+#include "client/env_command.h"
+#include "client/export_command.h"
+#include "client/sample_command.h"
+#include "client/service_cli.h"
+#include "client/train_command.h"
 
 int main(int argc, char** argv) {
   using mixtrain::cli::OutputFormat;

@@ -1,10 +1,10 @@
 // Why: implementation of `mixtrain sample` (see sample_command.h).
-#include "sample_command.h"
+#include "client/sample_command.h"
 
-#include "backend/backend.h"
-#include "model/gpt.h"
-#include "model/text_generation.h"
-#include "train/trainer_checkpoint_files.h"
+#include "engine/backend/backend.h"
+#include "engine/model/gpt.h"
+#include "engine/model/text_generation.h"
+#include "engine/train/trainer_checkpoint_files.h"
 
 namespace mixtrain::cli {
 

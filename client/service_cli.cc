@@ -1,7 +1,7 @@
 // Why: see service_cli.h.
-#include "service_cli.h"
+#include "client/service_cli.h"
 
-#include "workers_command.h"
+#include "client/workers_command.h"
 
 namespace mixtrain::cli {
 

@@ -9,11 +9,11 @@
 #include <optional>
 #include <ostream>
 
-#include "coordinator_client.h"
-#include "job_commands.h"
-#include "local_command.h"
-#include "logs_command.h"
-#include "submit_command.h"
+#include "client/coordinator_client.h"
+#include "client/job_commands.h"
+#include "client/local_command.h"
+#include "client/logs_command.h"
+#include "client/submit_command.h"
 
 namespace mixtrain::cli {
 

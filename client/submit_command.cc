@@ -1,5 +1,5 @@
 // Why: see submit_command.h.
-#include "submit_command.h"
+#include "client/submit_command.h"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "job_follower.h"
+#include "client/job_follower.h"
 
 namespace mixtrain::cli {
 

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "coordinator_client.h"
+#include "client/coordinator_client.h"
 
 namespace mixtrain::cli {
 

@@ -1,5 +1,5 @@
 // Why: see text_table.h.
-#include "text_table.h"
+#include "client/text_table.h"
 
 #include <algorithm>
 

@@ -1,21 +1,21 @@
 // Why: implementation of `mixtrain train` (see train_command.h).
-#include "train_command.h"
+#include "client/train_command.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "backend/backend.h"
-#include "checkpoint/checkpoint_store.h"
-#include "comm/make_communicator.h"
-#include "comm/tcp_store.h"
-#include "job_spec_yaml.h"
-#include "local_ranks.h"
-#include "progress_printer.h"
-#include "run_trainer.h"
-#include "summary_file.h"
-#include "train/trainer.h"
+#include "engine/backend/backend.h"
+#include "engine/checkpoint/checkpoint_store.h"
+#include "engine/comm/make_communicator.h"
+#include "engine/comm/tcp_store.h"
+#include "jobspec/job_spec_yaml.h"
+#include "launch/local_ranks.h"
+#include "launch/progress_printer.h"
+#include "launch/run_trainer.h"
+#include "launch/summary_file.h"
+#include "engine/train/trainer.h"
 
 namespace mixtrain::cli {
 namespace {

@@ -1,12 +1,12 @@
 // Why: see workers_command.h.
-#include "workers_command.h"
+#include "client/workers_command.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "job_view.h"
-#include "text_table.h"
-#include "training_device.h"
+#include "client/job_view.h"
+#include "client/text_table.h"
+#include "proto/training_device.h"
 
 namespace mixtrain::cli {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <ostream>
 
-#include "coordinator_client.h"
+#include "client/coordinator_client.h"
 
 namespace mixtrain::cli {
 

@@ -3,7 +3,7 @@
 // proto keeps them agreeing.
 #pragma once
 
-#include "mixtrain.pb.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::v1 {
 

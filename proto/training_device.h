@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "mixtrain.pb.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::v1 {
 

@@ -1,5 +1,5 @@
 // Why: see bearer_auth.h.
-#include "bearer_auth.h"
+#include "server/bearer_auth.h"
 
 #include <algorithm>
 #include <cctype>

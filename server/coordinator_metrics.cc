@@ -1,12 +1,12 @@
 // Why: see coordinator_metrics.h. States are labelled in lower case
 // ("queued", "idle"), as the CLI shows them.
-#include "coordinator_metrics.h"
+#include "server/coordinator_metrics.h"
 
 #include <prometheus/text_serializer.h>
 
 #include <sstream>
 
-#include "absl/strings/ascii.h"
+#include <absl/strings/ascii.h>
 
 namespace mixtrain::server {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "mixtrain.pb.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::server {
 

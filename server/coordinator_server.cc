@@ -1,5 +1,5 @@
 // Why: see coordinator_server.h.
-#include "coordinator_server.h"
+#include "server/coordinator_server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>

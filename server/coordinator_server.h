@@ -12,16 +12,16 @@
 #include <mutex>
 #include <string>
 
-#include "absl/status/statusor.h"
-#include "coordinator_metrics.h"
-#include "http_server.h"
-#include "job_service.h"
-#include "job_store.h"
-#include "job_watchers.h"
-#include "rendezvous_store.h"
-#include "scheduler.h"
-#include "task_outbox.h"
-#include "worker_service.h"
+#include <absl/status/statusor.h>
+#include "server/coordinator_metrics.h"
+#include "net/http_server.h"
+#include "server/job_service.h"
+#include "server/job_store.h"
+#include "server/job_watchers.h"
+#include "server/rendezvous_store.h"
+#include "server/scheduler.h"
+#include "server/task_outbox.h"
+#include "server/worker_service.h"
 
 namespace mixtrain::server {
 

@@ -1,5 +1,5 @@
 // Why: see job_proto.h.
-#include "job_proto.h"
+#include "server/job_proto.h"
 
 namespace mixtrain::server {
 

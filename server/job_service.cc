@@ -1,16 +1,16 @@
 // Why: see job_service.h.
-#include "job_service.h"
+#include "server/job_service.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
 
-#include "job_proto.h"
-#include "job_spec_yaml.h"
-#include "queued_writer.h"
-#include "spec_paths.h"
-#include "training_device.h"
-#include "unary_call.h"
+#include "server/job_proto.h"
+#include "jobspec/job_spec_yaml.h"
+#include "server/queued_writer.h"
+#include "server/spec_paths.h"
+#include "proto/training_device.h"
+#include "server/unary_call.h"
 
 namespace mixtrain::server {
 namespace {

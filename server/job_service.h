@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <utility>
 
-#include "bearer_auth.h"
-#include "coordinator_metrics.h"
-#include "job_store.h"
-#include "job_watchers.h"
-#include "mixtrain.grpc.pb.h"
-#include "scheduler.h"
+#include "server/bearer_auth.h"
+#include "server/coordinator_metrics.h"
+#include "server/job_store.h"
+#include "server/job_watchers.h"
+#include "proto/mixtrain.grpc.pb.h"
+#include "server/scheduler.h"
 
 namespace mixtrain::server {
 

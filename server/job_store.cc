@@ -1,6 +1,6 @@
 // Why: see job_store.h. Job states are stored as their mixtrain.v1.JobState
 // numbers, which the proto contract keeps stable.
-#include "job_store.h"
+#include "server/job_store.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include "ids.h"
+#include "server/ids.h"
 
 namespace mixtrain::server {
 namespace {

@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "mixtrain.pb.h"
-#include "sqlite_db.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+#include "proto/mixtrain.pb.h"
+#include "server/sqlite_db.h"
 
 namespace mixtrain::server {
 

@@ -1,12 +1,12 @@
 // Why: see job_watchers.h. Every push happens under the hub's lock, so the
 // updates of one job reach each stream in the order they were committed.
-#include "job_watchers.h"
+#include "server/job_watchers.h"
 
 #include <algorithm>
 
-#include "job_proto.h"
-#include "queued_writer.h"
-#include "unary_call.h"
+#include "server/job_proto.h"
+#include "server/queued_writer.h"
+#include "server/unary_call.h"
 
 namespace mixtrain::server {
 namespace {

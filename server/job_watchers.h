@@ -11,10 +11,10 @@
 #include <set>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "job_store.h"
-#include "mixtrain.pb.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
+#include "server/job_store.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::server {
 

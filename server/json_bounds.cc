@@ -1,5 +1,5 @@
 // Why: see json_bounds.h.
-#include "json_bounds.h"
+#include "server/json_bounds.h"
 
 #include <string>
 

@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "absl/status/status.h"
+#include <absl/status/status.h>
 
 namespace mixtrain::server {
 

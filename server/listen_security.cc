@@ -1,7 +1,7 @@
 // Why: see listen_security.h.
-#include "listen_security.h"
+#include "server/listen_security.h"
 
-#include "net_address.h"
+#include "net/net_address.h"
 
 namespace mixtrain::server {
 

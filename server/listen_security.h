@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "absl/status/statusor.h"
+#include <absl/status/statusor.h>
 
 namespace mixtrain::server {
 

@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "absl/strings/numbers.h"
-#include "coordinator_server.h"
-#include "listen_security.h"
+#include <absl/strings/numbers.h>
+#include "server/coordinator_server.h"
+#include "server/listen_security.h"
 
 namespace {
 

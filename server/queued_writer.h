@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
 
 namespace mixtrain::server {
 

@@ -1,10 +1,10 @@
 // Why: see rendezvous_store.h.
-#include "rendezvous_store.h"
+#include "server/rendezvous_store.h"
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
-#include "absl/time/time.h"
+#include <absl/strings/numbers.h>
+#include <absl/time/time.h>
 
 namespace mixtrain::server {
 namespace {

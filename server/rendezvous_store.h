@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
 
 namespace mixtrain::server {
 

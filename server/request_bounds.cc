@@ -1,10 +1,10 @@
 // Why: see request_bounds.h.
-#include "request_bounds.h"
+#include "server/request_bounds.h"
 
 #include <map>
 #include <string>
 
-#include "job_service.h"
+#include "server/job_service.h"
 
 namespace mixtrain::server {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <google/protobuf/message.h>
 
-#include "absl/status/status.h"
+#include <absl/status/status.h>
 
 namespace mixtrain::server {
 

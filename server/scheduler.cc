@@ -1,19 +1,19 @@
 // Why: see scheduler.h. One lock guards workers and attempts, so each
 // decision sees both consistently; the store, the outbox and the rendezvous
 // store are called under it (their locks are always taken after this one).
-#include "scheduler.h"
+#include "server/scheduler.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
-#include "backend/memory_tracker.h"
-#include "ids.h"
-#include "job_proto.h"
-#include "job_spec_yaml.h"
-#include "summary_merge.h"
-#include "training_device.h"
+#include "engine/backend/memory_tracker.h"
+#include "server/ids.h"
+#include "server/job_proto.h"
+#include "jobspec/job_spec_yaml.h"
+#include "server/summary_merge.h"
+#include "proto/training_device.h"
 
 namespace mixtrain::server {
 namespace {

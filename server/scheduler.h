@@ -15,17 +15,17 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "config/job_spec.h"
-#include "coordinator_metrics.h"
-#include "job_store.h"
-#include "mixtrain.pb.h"
-#include "rendezvous_store.h"
-#include "task_outbox.h"
-#include "worker_registry.h"
-#include "zero/rank_model_states.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+#include "engine/config/job_spec.h"
+#include "server/coordinator_metrics.h"
+#include "server/job_store.h"
+#include "proto/mixtrain.pb.h"
+#include "server/rendezvous_store.h"
+#include "server/task_outbox.h"
+#include "server/worker_registry.h"
+#include "engine/zero/rank_model_states.h"
 
 namespace mixtrain::server {
 

@@ -1,5 +1,5 @@
 // Why: see spec_paths.h.
-#include "spec_paths.h"
+#include "server/spec_paths.h"
 
 #include <algorithm>
 #include <optional>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config/job_spec.h"
+#include "engine/config/job_spec.h"
 
 namespace mixtrain::server {
 

@@ -1,5 +1,5 @@
 // Why: see sqlite_db.h.
-#include "sqlite_db.h"
+#include "server/sqlite_db.h"
 
 #include <algorithm>
 #include <string>

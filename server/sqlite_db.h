@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
 
 namespace mixtrain::server {
 

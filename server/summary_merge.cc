@@ -1,5 +1,5 @@
 // Why: see summary_merge.h.
-#include "summary_merge.h"
+#include "server/summary_merge.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -1,10 +1,10 @@
 // Why: see task_outbox.h.
-#include "task_outbox.h"
+#include "server/task_outbox.h"
 
 #include <algorithm>
 
-#include "queued_writer.h"
-#include "running_task.h"
+#include "server/queued_writer.h"
+#include "proto/running_task.h"
 
 namespace mixtrain::server {
 namespace {

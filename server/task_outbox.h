@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "mixtrain.pb.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::server {
 

@@ -9,9 +9,9 @@
 #include <functional>
 #include <string>
 
-#include "absl/status/status.h"
-#include "bearer_auth.h"
-#include "request_bounds.h"
+#include <absl/status/status.h>
+#include "server/bearer_auth.h"
+#include "server/request_bounds.h"
 
 namespace mixtrain::server {
 

@@ -1,5 +1,5 @@
 // Why: see worker_registry.h.
-#include "worker_registry.h"
+#include "server/worker_registry.h"
 
 namespace mixtrain::server {
 

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "config/job_spec.h"
-#include "mixtrain.pb.h"
-#include "running_task.h"
+#include "engine/config/job_spec.h"
+#include "proto/mixtrain.pb.h"
+#include "proto/running_task.h"
 
 namespace mixtrain::server {
 

@@ -1,15 +1,15 @@
 // Why: see worker_service.h.
-#include "worker_service.h"
+#include "server/worker_service.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "json_bounds.h"
-#include "net_address.h"
-#include "queued_writer.h"
-#include "unary_call.h"
-#include "worker_secret.h"
+#include "server/json_bounds.h"
+#include "net/net_address.h"
+#include "server/queued_writer.h"
+#include "server/unary_call.h"
+#include "proto/worker_secret.h"
 
 namespace mixtrain::server {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <utility>
 
-#include "bearer_auth.h"
-#include "mixtrain.grpc.pb.h"
-#include "rendezvous_store.h"
-#include "scheduler.h"
-#include "task_outbox.h"
+#include "server/bearer_auth.h"
+#include "proto/mixtrain.grpc.pb.h"
+#include "server/rendezvous_store.h"
+#include "server/scheduler.h"
+#include "server/task_outbox.h"
 
 namespace mixtrain::server {
 

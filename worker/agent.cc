@@ -1,16 +1,16 @@
 // Why: see agent.h.
-#include "agent.h"
+#include "worker/agent.h"
 
 #include <algorithm>
 #include <optional>
 #include <thread>
 
-#include "backoff.h"
-#include "job_spec_yaml.h"
-#include "net_address.h"
-#include "resources.h"
-#include "running_task.h"
-#include "task_progress.h"
+#include "net/backoff.h"
+#include "jobspec/job_spec_yaml.h"
+#include "net/net_address.h"
+#include "worker/resources.h"
+#include "proto/running_task.h"
+#include "worker/task_progress.h"
 
 namespace mixtrain::worker {
 namespace {

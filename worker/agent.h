@@ -13,14 +13,14 @@
 #include <ostream>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "http_server.h"
-#include "reporter.h"
-#include "task_runner.h"
-#include "worker_connection.h"
-#include "worker_metrics.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+#include "net/http_server.h"
+#include "worker/reporter.h"
+#include "worker/task_runner.h"
+#include "worker/worker_connection.h"
+#include "worker/worker_metrics.h"
 
 namespace mixtrain::worker {
 

@@ -1,5 +1,5 @@
 // Why: see child_messages.h.
-#include "child_messages.h"
+#include "worker/child_messages.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

@@ -18,9 +18,9 @@
 #include <string>
 #include <string_view>
 
-#include "comm/comm_stats.h"
-#include "train/progress.h"
-#include "train/train_summary.h"
+#include "engine/comm/comm_stats.h"
+#include "engine/train/progress.h"
+#include "engine/train/train_summary.h"
 
 namespace mixtrain::worker {
 

@@ -1,13 +1,13 @@
 // Why: see grpc_store.h.
-#include "grpc_store.h"
+#include "worker/grpc_store.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <thread>
 
-#include "backoff.h"
-#include "common/error.h"
+#include "net/backoff.h"
+#include "engine/common/error.h"
 
 namespace mixtrain::worker {
 namespace {

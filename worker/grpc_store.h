@@ -10,8 +10,8 @@
 #include <chrono>
 #include <string>
 
-#include "comm/store.h"
-#include "worker_connection.h"
+#include "engine/comm/store.h"
+#include "worker/worker_connection.h"
 
 namespace mixtrain::worker {
 

@@ -1,5 +1,5 @@
 // Why: see line_splitter.h.
-#include "line_splitter.h"
+#include "worker/line_splitter.h"
 
 namespace mixtrain::worker {
 

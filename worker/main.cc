@@ -16,10 +16,10 @@
 #include <string>
 #include <thread>
 
-#include "agent.h"
-#include "common/usable_cores.h"
-#include "resources.h"
-#include "task_child.h"
+#include "worker/agent.h"
+#include "engine/common/usable_cores.h"
+#include "worker/resources.h"
+#include "worker/task_child.h"
 
 namespace {
 

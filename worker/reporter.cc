@@ -1,10 +1,10 @@
 // Why: see reporter.h.
-#include "reporter.h"
+#include "worker/reporter.h"
 
 #include <iostream>
 
-#include "backoff.h"
-#include "running_task.h"
+#include "net/backoff.h"
+#include "proto/running_task.h"
 
 namespace mixtrain::worker {
 namespace {

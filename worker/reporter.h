@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "mixtrain.pb.h"
-#include "worker_connection.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
+#include "proto/mixtrain.pb.h"
+#include "worker/worker_connection.h"
 
 namespace mixtrain::worker {
 

@@ -1,5 +1,5 @@
 // Why: see resources.h.
-#include "resources.h"
+#include "worker/resources.h"
 
 #include <unistd.h>
 
@@ -7,11 +7,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/backend.h"
-#include "common/usable_cores.h"
-#include "training_device.h"
+#include "engine/backend/backend.h"
+#include "engine/common/usable_cores.h"
+#include "proto/training_device.h"
 #ifdef MIXTRAIN_WITH_CUDA
-#include "backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/cuda_backend.h"
 #endif
 
 namespace mixtrain::worker {

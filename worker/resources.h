@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "absl/status/statusor.h"
-#include "mixtrain.pb.h"
+#include <absl/status/statusor.h>
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::worker {
 

@@ -1,5 +1,5 @@
 // Why: see task_child.h.
-#include "task_child.h"
+#include "worker/task_child.h"
 
 #include <omp.h>
 #include <signal.h>
@@ -13,18 +13,18 @@
 #include <iterator>
 #include <memory>
 
-#include "backend/backend.h"
-#include "checkpoint/checkpoint_fence.h"
-#include "checkpoint/checkpoint_store.h"
-#include "child_messages.h"
-#include "comm/make_communicator.h"
-#include "grpc_store.h"
-#include "job_spec_yaml.h"
-#include "local_ranks.h"
-#include "progress_printer.h"
-#include "run_trainer.h"
-#include "task_launch.h"
-#include "train/trainer.h"
+#include "engine/backend/backend.h"
+#include "engine/checkpoint/checkpoint_fence.h"
+#include "engine/checkpoint/checkpoint_store.h"
+#include "worker/child_messages.h"
+#include "engine/comm/make_communicator.h"
+#include "worker/grpc_store.h"
+#include "jobspec/job_spec_yaml.h"
+#include "launch/local_ranks.h"
+#include "launch/progress_printer.h"
+#include "launch/run_trainer.h"
+#include "worker/task_launch.h"
+#include "engine/train/trainer.h"
 
 namespace mixtrain::worker {
 namespace {

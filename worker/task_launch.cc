@@ -1,5 +1,5 @@
 // Why: see task_launch.h.
-#include "task_launch.h"
+#include "worker/task_launch.h"
 
 #include <google/protobuf/util/json_util.h>
 

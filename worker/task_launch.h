@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "mixtrain.pb.h"
-#include "worker_connection.h"
+#include "proto/mixtrain.pb.h"
+#include "worker/worker_connection.h"
 
 namespace mixtrain::worker {
 

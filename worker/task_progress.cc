@@ -1,5 +1,5 @@
 // Why: see task_progress.h.
-#include "task_progress.h"
+#include "worker/task_progress.h"
 
 #include <cmath>
 #include <optional>

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "mixtrain.pb.h"
-#include "train/progress.h"
+#include "proto/mixtrain.pb.h"
+#include "engine/train/progress.h"
 
 namespace mixtrain::worker {
 

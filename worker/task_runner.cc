@@ -1,5 +1,5 @@
 // Why: see task_runner.h.
-#include "task_runner.h"
+#include "worker/task_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "line_splitter.h"
-#include "task_child.h"
+#include "worker/line_splitter.h"
+#include "worker/task_child.h"
 
 extern char** environ;
 

@@ -16,11 +16,11 @@
 #include <string_view>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "child_messages.h"
-#include "mixtrain.pb.h"
-#include "task_launch.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
+#include "worker/child_messages.h"
+#include "proto/mixtrain.pb.h"
+#include "worker/task_launch.h"
 
 namespace mixtrain::worker {
 

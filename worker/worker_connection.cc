@@ -1,7 +1,7 @@
 // Why: see worker_connection.h.
-#include "worker_connection.h"
+#include "worker/worker_connection.h"
 
-#include "worker_secret.h"
+#include "proto/worker_secret.h"
 
 namespace mixtrain::worker {
 

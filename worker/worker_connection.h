@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "grpc_channel.h"
-#include "mixtrain.grpc.pb.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+#include "net/grpc_channel.h"
+#include "proto/mixtrain.grpc.pb.h"
 
 namespace mixtrain::worker {
 

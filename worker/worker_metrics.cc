@@ -1,5 +1,5 @@
 // Why: see worker_metrics.h.
-#include "worker_metrics.h"
+#include "worker/worker_metrics.h"
 
 #include <prometheus/text_serializer.h>
 

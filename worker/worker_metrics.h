@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "child_messages.h"
-#include "mixtrain.pb.h"
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
+#include "worker/child_messages.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::worker {
 

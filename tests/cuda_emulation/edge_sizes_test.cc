@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "engine/backend/backend.h"
 #include "backend_test_util.h"
 #include "runtime_calls.h"
 

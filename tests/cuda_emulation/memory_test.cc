@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/cuda_backend_impl.h"
 #include "runtime_calls.h"
 
 namespace mixtrain {

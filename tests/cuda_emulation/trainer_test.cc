@@ -14,7 +14,7 @@
 #include <cmath>
 #include <string>
 
-#include "backend/backend.h"
+#include "engine/backend/backend.h"
 #include "runtime_calls.h"
 #include "train/train_test_util.h"
 

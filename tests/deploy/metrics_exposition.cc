@@ -7,8 +7,8 @@
 #include <iostream>
 #include <map>
 
-#include "coordinator_metrics.h"
-#include "worker_metrics.h"
+#include "server/coordinator_metrics.h"
+#include "worker/worker_metrics.h"
 
 namespace {
 

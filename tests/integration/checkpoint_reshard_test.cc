@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/checkpoint_store.h"
-#include "checkpoint/sharded_vector.h"
+#include "engine/checkpoint/checkpoint_store.h"
+#include "engine/checkpoint/sharded_vector.h"
 #include "test_support/temp_dir.h"
-#include "train/trainer_checkpoint_files.h"
+#include "engine/train/trainer_checkpoint_files.h"
 #include "weight_difference.h"
 
 namespace mixtrain {

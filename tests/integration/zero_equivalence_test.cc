@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "common/json.h"
-#include "model/parameter_layout.h"
+#include "engine/common/json.h"
+#include "engine/model/parameter_layout.h"
 #include "test_support/temp_dir.h"
-#include "train/trainer_checkpoint_files.h"
+#include "engine/train/trainer_checkpoint_files.h"
 #include "weight_difference.h"
 
 namespace mixtrain {

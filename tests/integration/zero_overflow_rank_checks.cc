@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "amp/loss_scaler.h"
+#include "engine/amp/loss_scaler.h"
 #include "comm/rank_environment.h"
-#include "model/gpt.h"
-#include "model/gpt_init.h"
-#include "numerics/convert.h"
-#include "zero/zero_engine.h"
+#include "engine/model/gpt.h"
+#include "engine/model/gpt_init.h"
+#include "engine/numerics/convert.h"
+#include "engine/zero/zero_engine.h"
 
 namespace mixtrain {
 namespace {

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "common/json.h"
-#include "model/gpt.h"
-#include "model/gpt_init.h"
-#include "model/hf_safetensors.h"
+#include "engine/backend/backend.h"
+#include "engine/common/json.h"
+#include "engine/model/gpt.h"
+#include "engine/model/gpt_init.h"
+#include "engine/model/hf_safetensors.h"
 
 namespace mixtrain {
 namespace {

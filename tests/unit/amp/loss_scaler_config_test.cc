@@ -8,8 +8,8 @@
 #include <limits>
 #include <string>
 
-#include "amp/loss_scaler_config.h"
-#include "common/error.h"
+#include "engine/amp/loss_scaler_config.h"
+#include "engine/common/error.h"
 
 namespace mixtrain {
 namespace {

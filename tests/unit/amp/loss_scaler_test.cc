@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "amp/loss_scaler.h"
-#include "common/error.h"
+#include "engine/amp/loss_scaler.h"
+#include "engine/common/error.h"
 
 namespace mixtrain {
 namespace {

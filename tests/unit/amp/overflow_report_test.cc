@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "amp/overflow_report.h"
-#include "amp/scale_format.h"
-#include "common/error.h"
+#include "engine/amp/overflow_report.h"
+#include "engine/amp/scale_format.h"
+#include "engine/common/error.h"
 
 namespace mixtrain {
 namespace {

@@ -44,7 +44,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "engine/backend/backend.h"
 #include "backend_test_util.h"
 
 namespace mixtrain::backend_test {

@@ -45,7 +45,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
+#include "engine/backend/backend.h"
 #include "test_support/engine_error.h"
 
 namespace mixtrain::backend_test {

@@ -11,9 +11,9 @@
 #include <limits>
 #include <vector>
 
-#include "backend/backend.h"
+#include "engine/backend/backend.h"
 #include "backend_test_util.h"
-#include "numerics/fp8.h"
+#include "engine/numerics/fp8.h"
 
 namespace mixtrain::backend_test {
 namespace {

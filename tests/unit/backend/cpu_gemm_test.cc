@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "backend/cpu/cpu_gemm_portable.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/cpu/cpu_gemm_portable.h"
 #include "backend_test_util.h"
 
 namespace mixtrain::backend_test {

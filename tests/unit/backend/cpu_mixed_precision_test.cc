@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/backend.h"
+#include "engine/backend/backend.h"
 #include "backend_test_util.h"
 
 namespace mixtrain::backend_test {

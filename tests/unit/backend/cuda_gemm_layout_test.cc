@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cuda/cuda_gemm.h"
+#include "engine/backend/cuda/cuda_gemm.h"
 #include "backend_test_util.h"
 
 namespace mixtrain::gpu {

@@ -1,12 +1,12 @@
 // Why: the ZeRO formulas, the summary JSON and the memory metrics are all
 // checked against the tracker, so it is itself checked to the byte here:
 // known tensors, frees, views, peaks and the two pools.
-#include "backend/memory_tracker.h"
+#include "engine/backend/memory_tracker.h"
 
 #include <gtest/gtest.h>
 
-#include "backend/backend.h"
-#include "common/error.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
 
 namespace mixtrain {
 namespace {

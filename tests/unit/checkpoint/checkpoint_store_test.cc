@@ -2,7 +2,7 @@
 // these tests damage checkpoints the ways crashes and disks do (truncation,
 // a flipped byte, a missing manifest, a dead writer's temporary directory)
 // and check each is refused or ignored, and that retention keeps the newest.
-#include "checkpoint/checkpoint_store.h"
+#include "engine/checkpoint/checkpoint_store.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/crc32c.h"
-#include "checkpoint/manifest.h"
-#include "common/error.h"
+#include "engine/checkpoint/crc32c.h"
+#include "engine/checkpoint/manifest.h"
+#include "engine/common/error.h"
 #include "test_support/engine_error.h"
 #include "test_support/file_damage.h"
 #include "test_support/temp_dir.h"

@@ -1,7 +1,7 @@
 // Why: headers and manifests are only as trustworthy as the JSON reader, so
 // every value kind must round-trip exactly and every class of malformed
 // input must be refused with the offset and what was expected.
-#include "common/json.h"
+#include "engine/common/json.h"
 
 #include <bit>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "engine/common/error.h"
 
 namespace mixtrain {
 namespace {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
-#include "common/error.h"
-#include "numerics/float16.h"
-#include "numerics/fp8.h"
+#include "engine/checkpoint/safetensors.h"
+#include "engine/common/error.h"
+#include "engine/numerics/float16.h"
+#include "engine/numerics/fp8.h"
 
 namespace mixtrain {
 namespace {

@@ -1,7 +1,7 @@
 // Why: safetensors files cross the boundary to other tools, so the writer
 // must produce exactly the format (aligned header, tiled data) and the
 // reader must refuse every malformed file with a message naming it.
-#include "checkpoint/safetensors.h"
+#include "engine/checkpoint/safetensors.h"
 
 #include <cstdint>
 #include <cstring>
@@ -12,8 +12,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "backend/backend.h"
-#include "common/error.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain {

@@ -3,7 +3,7 @@
 // stage as exactly the values that were saved, and a set of shards that
 // does not hold every value exactly once (a shard missing, corrupt or
 // overlapping another) must be refused naming the file.
-#include "checkpoint/sharded_vector.h"
+#include "engine/checkpoint/sharded_vector.h"
 
 #include <gtest/gtest.h>
 
@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/checkpoint_store.h"
-#include "common/error.h"
+#include "engine/checkpoint/checkpoint_store.h"
+#include "engine/common/error.h"
 #include "test_support/engine_error.h"
 #include "test_support/temp_dir.h"
-#include "train/trainer_checkpoint_files.h"
-#include "zero/padded_weights.h"
-#include "zero/zero_partition.h"
+#include "engine/train/trainer_checkpoint_files.h"
+#include "engine/zero/padded_weights.h"
+#include "engine/zero/zero_partition.h"
 
 namespace mixtrain {
 namespace {

@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator_client.h"
-#include "job_view.h"
-#include "logs_command.h"
-#include "reconnect_backoff.h"
-#include "text_table.h"
+#include "client/coordinator_client.h"
+#include "client/job_view.h"
+#include "client/logs_command.h"
+#include "net/reconnect_backoff.h"
+#include "client/text_table.h"
 
 namespace mixtrain::cli {
 namespace {

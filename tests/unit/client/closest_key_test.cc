@@ -1,6 +1,6 @@
 // Why: "did you mean" must catch real typos (a swap, a missing underscore)
 // without suggesting unrelated keys.
-#include "closest_key.h"
+#include "jobspec/closest_key.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "job_spec_yaml.h"
+#include "jobspec/job_spec_yaml.h"
 
 namespace mixtrain::cli {
 namespace {

@@ -3,7 +3,7 @@
 // be blamed by its own text when it is wrong.
 #include <gtest/gtest.h>
 
-#include "job_spec_yaml.h"
+#include "jobspec/job_spec_yaml.h"
 
 namespace mixtrain::cli {
 namespace {

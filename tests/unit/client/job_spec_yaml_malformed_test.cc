@@ -3,7 +3,7 @@
 // §4). One row per mistake; each must produce exactly its own error.
 #include <gtest/gtest.h>
 
-#include "job_spec_yaml.h"
+#include "jobspec/job_spec_yaml.h"
 
 namespace mixtrain::cli {
 namespace {

@@ -1,6 +1,6 @@
 // Why: a well-formed job spec must come through the YAML reader exactly as
 // written, with DESIGN.md §4 defaults for every key left out.
-#include "job_spec_yaml.h"
+#include "jobspec/job_spec_yaml.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "comm_test_util.h"
-#include "common/error.h"
+#include "engine/common/error.h"
 #include "rank_environment.h"
 
 namespace mixtrain::comm_test {

@@ -10,9 +10,9 @@
 #include <memory>
 #include <vector>
 
-#include "backend/backend.h"
-#include "comm/communicator.h"
-#include "numerics/convert.h"
+#include "engine/backend/backend.h"
+#include "engine/comm/communicator.h"
+#include "engine/numerics/convert.h"
 
 namespace mixtrain::comm_test {
 

@@ -2,7 +2,7 @@
 // rounding to the dtype), or ranks' results drift from what GPU training
 // would produce. Checked here on values where one rounding and two
 // roundings differ.
-#include "comm/cpu_reduce.h"
+#include "engine/comm/cpu_reduce.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // naming it. Single-process tests cover one rank, argument errors, the
 // rendezvous timeout and the staging-buffer accounting (two ranks as
 // threads sharing a MemoryStore).
-#include "comm/gloo/gloo_communicator.h"
+#include "engine/comm/gloo/gloo_communicator.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "backend/backend.h"
-#include "comm/make_communicator.h"
-#include "comm/memory_store.h"
+#include "engine/backend/backend.h"
+#include "engine/comm/make_communicator.h"
+#include "engine/comm/memory_store.h"
 #include "comm_test_util.h"
 #include "rank_launcher.h"
 #include "test_support/engine_error.h"

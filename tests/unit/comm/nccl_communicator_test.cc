@@ -3,7 +3,7 @@
 // tests on CUDA tensors, one rank per device (two ranks as threads when
 // there are two devices), with exact small-integer sums in every dtype and
 // the ring's sent-element counts. Skips without a device.
-#include "comm/nccl/nccl_communicator.h"
+#include "engine/comm/nccl/nccl_communicator.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/cuda_backend.h"
-#include "comm/memory_store.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/comm/memory_store.h"
 #include "comm_test_util.h"
 
 namespace mixtrain {

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "comm/gloo/gloo_communicator.h"
-#include "comm/tcp_store.h"
+#include "engine/comm/gloo/gloo_communicator.h"
+#include "engine/comm/tcp_store.h"
 #include "comm_test_util.h"
 
 namespace mixtrain::comm_test {

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/tcp_store.h"
+#include "engine/comm/tcp_store.h"
 #include "test_support/temp_dir.h"
 
 extern char** environ;

@@ -2,11 +2,11 @@
 // (2n(N-1)/N elements per all-reduce, n(N-1)/N per reduce-scatter or
 // all-gather), and the benchmark nccl-tests' bandwidths; both rest on the
 // chunk cut and the formulas checked here.
-#include "comm/ring.h"
+#include "engine/comm/ring.h"
 
 #include <gtest/gtest.h>
 
-#include "comm/comm_stats.h"
+#include "engine/comm/comm_stats.h"
 #include "comm_test_util.h"
 
 namespace mixtrain {

@@ -14,11 +14,11 @@
 #include <string>
 #include <thread>
 
-#include "comm/memory_store.h"
-#include "comm/socket_io.h"
-#include "comm/store_protocol.h"
-#include "comm/tcp_store.h"
-#include "common/error.h"
+#include "engine/comm/memory_store.h"
+#include "engine/comm/socket_io.h"
+#include "engine/comm/store_protocol.h"
+#include "engine/comm/tcp_store.h"
+#include "engine/common/error.h"
 #include "test_support/engine_error.h"
 
 namespace mixtrain {

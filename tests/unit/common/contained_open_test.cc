@@ -4,7 +4,7 @@
 // "..", an absolute path, a /proc magic link) is tried against both ways of
 // resolving (openat2, and the component walk of kernels without it), and
 // plain files, nested or not, must still open.
-#include "common/contained_open.h"
+#include "engine/common/contained_open.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <string>
 
-#include "common/error.h"
+#include "engine/common/error.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain {

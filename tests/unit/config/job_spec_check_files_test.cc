@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "config/job_spec.h"
+#include "engine/config/job_spec.h"
 
 namespace mixtrain::config {
 namespace {

@@ -1,6 +1,6 @@
 // Why: the JobSpec defaults are a contract (DESIGN.md §4) and the enum
 // spellings are what users type; both must not drift silently.
-#include "config/job_spec.h"
+#include "engine/config/job_spec.h"
 
 #include <gtest/gtest.h>
 

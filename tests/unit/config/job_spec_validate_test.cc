@@ -7,7 +7,7 @@
 #include <functional>
 #include <limits>
 
-#include "config/job_spec.h"
+#include "engine/config/job_spec.h"
 
 namespace mixtrain::config {
 namespace {

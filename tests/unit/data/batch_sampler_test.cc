@@ -2,7 +2,7 @@
 // on the sampler: same seed same batches, checkpointed position continues
 // identically, and the global windows of a step do not depend on how many
 // ranks share them.
-#include "data/batch_sampler.h"
+#include "engine/data/batch_sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "data/token_file.h"
+#include "engine/data/token_file.h"
 #include "test_support/engine_error.h"
 #include "test_support/temp_dir.h"
 

@@ -1,7 +1,7 @@
 // Why: the README demo depends on the built-in corpus being the same on
 // every machine, big enough to train on, and plain text a byte-level model
 // with vocab 256 (or even 128) can read.
-#include "data/demo_corpus.h"
+#include "engine/data/demo_corpus.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Why: validation losses are compared across evaluations and runs, so every
 // evaluation must see exactly the same windows whatever happened before.
-#include "data/eval_batch_stream.h"
+#include "engine/data/eval_batch_stream.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Why: the loader is the only gate between files on disk and training; it
 // must read both formats exactly, pick the right one in auto mode, and say
 // precisely what is wrong with a broken file.
-#include "data/token_file.h"
+#include "engine/data/token_file.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // Why: a token outside the model's vocabulary would index past the
 // embedding table; the source loader must catch it and say where it is,
 // and must resolve built-in names without touching the file system.
-#include "data/token_source.h"
+#include "engine/data/token_source.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "data/demo_corpus.h"
+#include "engine/data/demo_corpus.h"
 #include "data_test_util.h"
 
 namespace mixtrain {

@@ -1,7 +1,7 @@
 // Why: a wrong split silently trains on validation data or evaluates on
 // nothing; sizes must be exact and impossible configurations must fail
 // before training with a message that says which part is too small.
-#include "data/train_val_split.h"
+#include "engine/data/train_val_split.h"
 
 #include <gtest/gtest.h>
 

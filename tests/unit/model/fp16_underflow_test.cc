@@ -13,10 +13,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "amp/loss_scaler.h"
-#include "model/gpt_init.h"
-#include "model/parameter_layout.h"
-#include "optim/adamw.h"
+#include "engine/amp/loss_scaler.h"
+#include "engine/model/gpt_init.h"
+#include "engine/model/parameter_layout.h"
+#include "engine/optim/adamw.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "model/gpt_init.h"
+#include "engine/model/gpt_init.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {

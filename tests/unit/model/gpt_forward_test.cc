@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/gpt_init.h"
+#include "engine/model/gpt_init.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {

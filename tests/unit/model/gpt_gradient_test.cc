@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "model/gpt_init.h"
+#include "engine/model/gpt_init.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "model/gpt_init.h"
+#include "engine/model/gpt_init.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt_init.h"
+#include "engine/model/gpt_init.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {

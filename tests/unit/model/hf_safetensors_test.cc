@@ -4,7 +4,7 @@
 // engine rounds in bf16, the hub's own GPT-2 files (names without
 // "transformer.") read as well, and a file that does not fit the model
 // refused with the file, the tensor and the fitting config key named.
-#include "model/hf_safetensors.h"
+#include "engine/model/hf_safetensors.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,11 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint/safetensors.h"
-#include "common/error.h"
-#include "model/parameter_layout.h"
+#include "engine/checkpoint/safetensors.h"
+#include "engine/common/error.h"
+#include "engine/model/parameter_layout.h"
 #include "model_test_util.h"
-#include "numerics/float16.h"
+#include "engine/numerics/float16.h"
 
 namespace mixtrain::model_test {
 namespace {

@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "backend/backend.h"
-#include "model/gpt.h"
-#include "numerics/float16.h"
+#include "engine/backend/backend.h"
+#include "engine/model/gpt.h"
+#include "engine/numerics/float16.h"
 
 namespace mixtrain::model_test {
 

@@ -1,14 +1,14 @@
 // Why: the flat-buffer layout is a contract with the optimizer, ZeRO and
 // the safetensors exporter: names, shapes, offsets, flags and the total
 // count must be exactly GPT-2's. Also GptConfig's validation messages.
-#include "model/parameter_layout.h"
+#include "engine/model/parameter_layout.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "common/error.h"
+#include "engine/common/error.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {

@@ -2,7 +2,7 @@
 // runs, for every dtype pair, including the tails of vector loops,
 // unaligned pointers and the multi-threaded split. The expected output is
 // the scalar conversion element by element.
-#include "numerics/convert.h"
+#include "engine/numerics/convert.h"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "numerics/convert_kernels.h"
-#include "numerics/float16.h"
-#include "numerics/fp8.h"
+#include "engine/numerics/convert_kernels.h"
+#include "engine/numerics/float16.h"
+#include "engine/numerics/fp8.h"
 #include "reference_formats.h"
 
 namespace mixtrain::testing {

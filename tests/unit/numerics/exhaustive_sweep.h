@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "numerics/convert_kernels.h"
+#include "engine/numerics/convert_kernels.h"
 
 namespace mixtrain::testing {
 

@@ -9,10 +9,10 @@
 
 #include <vector>
 
-#include "common/cpu_features.h"
+#include "engine/common/cpu_features.h"
 #include "exhaustive_sweep.h"
-#include "numerics/convert_kernels.h"
-#include "numerics/float16.h"
+#include "engine/numerics/convert_kernels.h"
+#include "engine/numerics/float16.h"
 #include "reference_formats.h"
 
 namespace mixtrain::testing {

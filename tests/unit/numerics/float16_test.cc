@@ -1,7 +1,7 @@
 // Why: the 16-bit formats' contract spelled out case by case (ties to even,
 // subnormal edges, overflow, signed zero, NaN), plus every 16-bit pattern
 // through fp32 and back; the all-fp32 sweep lives in the exhaustive test.
-#include "numerics/float16.h"
+#include "engine/numerics/float16.h"
 
 #include <gtest/gtest.h>
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_features.h"
+#include "engine/common/cpu_features.h"
 #include "exhaustive_sweep.h"
-#include "numerics/convert_kernels.h"
-#include "numerics/fp8.h"
+#include "engine/numerics/convert_kernels.h"
+#include "engine/numerics/fp8.h"
 #include "reference_formats.h"
 
 namespace mixtrain::testing {

@@ -1,6 +1,6 @@
 // Why: amax and fp8_scale decide every fp8 tensor's range; their edge cases
 // (empty, NaN, inf, zero, tiny) must not poison the scale.
-#include "numerics/fp8_scaling.h"
+#include "engine/numerics/fp8_scaling.h"
 
 #include <gtest/gtest.h>
 

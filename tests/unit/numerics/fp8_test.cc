@@ -1,7 +1,7 @@
 // Why: the fp8 contract (fp8.h) spelled out case by case at every edge that
 // CUDA's __nv_cvt_float_to_fp8 defines, plus all 256 codes of each format
 // through fp32 and back; the all-fp32 sweep lives in the exhaustive test.
-#include "numerics/fp8.h"
+#include "engine/numerics/fp8.h"
 
 #include <gtest/gtest.h>
 

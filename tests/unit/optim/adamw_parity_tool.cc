@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "optim/adamw.h"
+#include "engine/backend/backend.h"
+#include "engine/optim/adamw.h"
 
 namespace mixtrain {
 namespace {

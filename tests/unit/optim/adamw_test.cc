@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "common/error.h"
-#include "optim/adamw.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/optim/adamw.h"
 
 namespace mixtrain {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "common/error.h"
-#include "optim/grad_clip.h"
+#include "engine/common/error.h"
+#include "engine/optim/grad_clip.h"
 
 namespace mixtrain {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "common/error.h"
-#include "optim/lr_schedule.h"
+#include "engine/common/error.h"
+#include "engine/optim/lr_schedule.h"
 
 namespace mixtrain {
 namespace {

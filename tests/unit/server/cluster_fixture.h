@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "coordinator_server.h"
+#include "server/coordinator_server.h"
 #include "fake_worker.h"
-#include "mixtrain.grpc.pb.h"
+#include "proto/mixtrain.grpc.pb.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain::server::testing_support {

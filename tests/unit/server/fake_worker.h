@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "mixtrain.grpc.pb.h"
-#include "running_task.h"
-#include "worker_secret.h"
+#include <absl/synchronization/mutex.h>
+#include "proto/mixtrain.grpc.pb.h"
+#include "proto/running_task.h"
+#include "proto/worker_secret.h"
 
 namespace mixtrain::server::testing_support {
 

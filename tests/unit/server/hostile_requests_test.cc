@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cluster_fixture.h"
-#include "json_bounds.h"
+#include "server/json_bounds.h"
 
 namespace mixtrain::server {
 namespace {

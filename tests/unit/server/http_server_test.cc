@@ -3,7 +3,7 @@
 // and no client may keep them from answering a scrape: not one trickling
 // a byte at a time (slowloris), nor a hundred idle sockets, nor more
 // connections than the server holds (issue 13).
-#include "http_server.h"
+#include "net/http_server.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

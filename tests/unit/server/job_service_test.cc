@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator_server.h"
-#include "mixtrain.grpc.pb.h"
+#include "server/coordinator_server.h"
+#include "proto/mixtrain.grpc.pb.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain::server {

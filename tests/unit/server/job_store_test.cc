@@ -2,7 +2,7 @@
 // tests pin its state machine (legal moves only, each one atomic), the
 // attempts and events it records, the bounded log tail, and that a store
 // reopened on the same file sees everything.
-#include "job_store.h"
+#include "server/job_store.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

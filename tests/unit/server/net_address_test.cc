@@ -2,7 +2,7 @@
 // helpers: the address of the route to the coordinator, an interface's
 // address, loopback names (Debian's 127.0.1.1 hostname entry), and the
 // caller's address as gRPC spells it.
-#include "net_address.h"
+#include "net/net_address.h"
 
 #include <gtest/gtest.h>
 

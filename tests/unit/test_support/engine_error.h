@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "common/error.h"
+#include "engine/common/error.h"
 
 namespace mixtrain::test_support {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.h"
-#include "config/job_spec.h"
-#include "train/trainer.h"
+#include "engine/backend/backend.h"
+#include "engine/config/job_spec.h"
+#include "engine/train/trainer.h"
 
 namespace mixtrain::train_test {
 

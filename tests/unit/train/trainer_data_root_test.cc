@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model/hf_safetensors.h"
-#include "model/parameter_layout.h"
+#include "engine/model/hf_safetensors.h"
+#include "engine/model/parameter_layout.h"
 #include "test_support/engine_error.h"
 #include "test_support/temp_dir.h"
 #include "train_test_util.h"

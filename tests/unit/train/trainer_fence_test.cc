@@ -6,9 +6,9 @@
 // a trainer of the newer attempt replaces a step the stale one committed.
 #include <gtest/gtest.h>
 
-#include "checkpoint/checkpoint_fence.h"
-#include "checkpoint/checkpoint_store.h"
-#include "common/error.h"
+#include "engine/checkpoint/checkpoint_fence.h"
+#include "engine/checkpoint/checkpoint_store.h"
+#include "engine/common/error.h"
 #include "train_test_util.h"
 
 namespace mixtrain::train_test {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/checkpoint_store.h"
+#include "engine/checkpoint/checkpoint_store.h"
 #include "test_support/engine_error.h"
 #include "test_support/file_damage.h"
 #include "train_test_util.h"

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/hf_safetensors.h"
-#include "model/parameter_layout.h"
+#include "engine/model/hf_safetensors.h"
+#include "engine/model/parameter_layout.h"
 #include "train_test_util.h"
 
 namespace mixtrain::train_test {

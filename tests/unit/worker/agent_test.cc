@@ -3,7 +3,7 @@
 // and after a coordinator restart register again with its old id and the
 // task it still runs. These tests play the coordinator with the in-test
 // WorkerService and train for real in the task process.
-#include "agent.h"
+#include "worker/agent.h"
 
 #include <gtest/gtest.h>
 

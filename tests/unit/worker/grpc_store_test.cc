@@ -4,15 +4,15 @@
 // engine's error codes, a coordinator that is down at first (a restart
 // during rendezvous) is waited for, and Gloo ranks really form a group
 // over it.
-#include "grpc_store.h"
+#include "worker/grpc_store.h"
 
 #include <gtest/gtest.h>
 
 #include <future>
 #include <thread>
 
-#include "comm/make_communicator.h"
-#include "common/error.h"
+#include "engine/comm/make_communicator.h"
+#include "engine/common/error.h"
 #include "test_worker_service.h"
 
 namespace mixtrain::worker {

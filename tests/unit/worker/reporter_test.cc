@@ -3,7 +3,7 @@
 // real gRPC server: progress is throttled but the latest arrives, logs
 // arrive whole and in order in few calls, the final outcome survives an
 // outage, and an unknown-worker answer triggers re-registration.
-#include "reporter.h"
+#include "worker/reporter.h"
 
 #include <gtest/gtest.h>
 

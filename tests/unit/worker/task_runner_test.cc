@@ -4,7 +4,7 @@
 // and evaluation, the output lines, the summary, and for a failing child
 // the cause (exit code with its last stderr line, the killing signal), a
 // cancel that stops training, and SIGKILL for a child ignoring SIGTERM.
-#include "task_runner.h"
+#include "worker/task_runner.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "mixtrain.grpc.pb.h"
+#include "proto/mixtrain.grpc.pb.h"
 
 namespace mixtrain::worker::testing {
 

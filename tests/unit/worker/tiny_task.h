@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "mixtrain.pb.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::worker::testing {
 

@@ -2,7 +2,7 @@
 // DESIGN.md §7; these tests render the registry after a task's steps and
 // check the series with their job_id and rank labels, the counters that
 // add up across steps, and that a finished task leaves no series behind.
-#include "worker_metrics.h"
+#include "worker/worker_metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -6,14 +6,14 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include "backoff.h"
-#include "child_messages.h"
-#include "common/usable_cores.h"
-#include "line_splitter.h"
-#include "resources.h"
-#include "task_launch.h"
-#include "task_progress.h"
-#include "training_device.h"
+#include "net/backoff.h"
+#include "worker/child_messages.h"
+#include "engine/common/usable_cores.h"
+#include "worker/line_splitter.h"
+#include "worker/resources.h"
+#include "worker/task_launch.h"
+#include "worker/task_progress.h"
+#include "proto/training_device.h"
 
 namespace mixtrain::worker {
 namespace {

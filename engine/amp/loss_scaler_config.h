@@ -1,0 +1,36 @@
+// Why: the precision section of the job spec (DESIGN.md §4) says how the
+// loss is scaled; this is that section's engine-side form, checked once
+// before any work starts so an impossible value fails with the key's name
+// instead of surfacing as a diverged run thousands of steps later.
+#pragma once
+
+#include <cstdint>
+#include "engine/config/job_spec.h"
+
+namespace mixtrain {
+
+// The job spec's enums (config/job_spec.h) are the scaler's: dynamic is
+// PyTorch GradScaler with DeepSpeed's hysteresis and min_scale; static a
+// fixed scale (init_scale); none scale 1. Steps with inf/NaN are skipped in
+// every mode.
+using config::LossScaleMode;
+using config::OnMinScale;
+
+struct LossScalerConfig {
+  LossScaleMode mode = LossScaleMode::kDynamic;
+  float init_scale = 65536.0f;    // 2^16, GradScaler's default
+  float growth_factor = 2.0f;     // scale *= this after growth_interval clean steps
+  float backoff_factor = 0.5f;    // scale *= this on a (non-deferred) overflow
+  int64_t growth_interval = 2000; // consecutive clean steps before a growth
+  int64_t hysteresis = 1;         // overflows needed for one backoff (DeepSpeed)
+  float min_scale = 1.0f;         // the dynamic scale never goes below this
+  OnMinScale on_min_scale = OnMinScale::kFail;
+
+  // Throws EngineError(kInvalidArgument) naming the first bad field by its
+  // job-spec key (e.g. "precision.growth_factor") unless: every float is
+  // finite, growth_factor > 1, 0 < backoff_factor < 1, growth_interval >= 1,
+  // hysteresis >= 1, min_scale > 0 and init_scale >= min_scale.
+  void validate() const;
+};
+
+}  // namespace mixtrain

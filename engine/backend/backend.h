@@ -1,0 +1,222 @@
+// Why: the one interface between the GPT trainer and the hardware, shaped
+// like ggml-backend so that the CPU backend and the CUDA backend (device
+// memory, streams, events) are siblings behind it. Every op the trainer
+// needs, forward and backward, is a method here; dtype dispatch happens
+// inside each implementation through dispatch_float().
+//
+// Conventions for every op:
+//  * Tensors are contiguous row-major; shapes are written (B,T,C) with
+//    N = B*T rows where an op flattens them.
+//  * "compute" tensors may be fp32, bf16 or fp16, each independently of
+//    the others unless stated; arithmetic is fp32 (GEMMs accumulate fp32).
+//  * Backward ops ADD into every gradient they produce (+=), as llm.c
+//    does: the caller zeroes gradients where it wants a fresh sum.
+//  * Ops are enqueued on the compute stream. Methods that return a value to
+//    the host (sum_squares, unscale_and_check) synchronize it.
+//  * Shape or dtype mismatches throw EngineError(kInvalidArgument) naming
+//    the op and the tensor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/backend/memory_tracker.h"
+#include "engine/backend/tensor.h"
+
+namespace mixtrain {
+
+// Ordered queues of work. On the CPU backend everything is synchronous.
+enum class StreamKind { kCompute, kTransfer };
+
+// A point in a stream's work that another stream can wait for.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the calling thread until the work recorded before the event is done.
+  virtual void wait() const = 0;
+  // The cudaEvent_t of an event recorded on a CUDA stream, so that another
+  // component's stream (NCCL's) can wait for it without blocking a thread;
+  // nullptr for events that have none.
+  virtual void* native_handle() const { return nullptr; }
+};
+
+struct MatmulOptions {
+  bool trans_a = false;          // use A^T
+  bool trans_b = false;          // use B^T
+  const Tensor* bias = nullptr;  // (N), added to every row of C
+  float alpha = 1.0f;
+  float beta = 0.0f;             // 1 accumulates into C
+  // When set (C's shape, disjoint from C): gelu_out = GELU (tanh
+  // approximation) of the pre-activation, which C keeps. The CPU applies
+  // it to C as stored; CUDA, where the GELU (and the bias) run in the
+  // GEMM's epilogue, to the fp32 value before C's rounding.
+  const Tensor* gelu_out = nullptr;
+  // When set ((M), 2-D product, trans_a: A is stored (K,M)): bias_grad +=
+  // the column sums of A as stored, the bias gradient of a linear layer
+  // whose output gradient A is. On CUDA it comes out of the GEMM's
+  // epilogue (rounded to C's dtype once more before the addition).
+  const Tensor* bias_grad = nullptr;
+};
+
+struct AdamWConfig {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;  // decoupled: master *= 1 - lr * weight_decay
+  int64_t step = 1;           // 1-based, for bias correction
+  float grad_scale = 1.0f;    // gradients are multiplied by this first
+};
+
+// Result of unscale_and_check over a list of tensors.
+struct NonFiniteCheck {
+  bool found = false;      // some element was inf or NaN after unscaling
+  int tensor_index = -1;   // first tensor (list order) that held one
+  bool is_nan = false;     // that tensor's first non-finite element was NaN
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cpu" or "cuda:0".
+  virtual std::string name() const = 0;
+  virtual DeviceType device_type() const = 0;
+  // The device's index among those of its type (the CUDA ordinal); 0 on
+  // the CPU.
+  virtual int device_index() const = 0;
+  // Lets fp32 GEMMs round their inputs to TF32 (CUDA tensor cores, as
+  // PyTorch's allow_tf32); off by default. The CPU backend computes fp32
+  // GEMMs in fp32 either way.
+  virtual void allow_tf32(bool allowed) = 0;
+  // The tracker counting every allocation of this backend.
+  MemoryTracker& memory() const { return *tracker_; }
+
+  // ---- memory -----------------------------------------------------------
+  // An uninitialized tensor counted under (pool, category).
+  Tensor empty(const Shape& shape, DType dtype, MemoryCategory category,
+               MemoryPool pool = MemoryPool::kDevice);
+  // empty() filled with zeros.
+  Tensor zeros(const Shape& shape, DType dtype, MemoryCategory category,
+               MemoryPool pool = MemoryPool::kDevice);
+  // Copies src into dst (same dtype and numel; any pools) on `stream`.
+  virtual void copy(const Tensor& dst, const Tensor& src,
+                    StreamKind stream = StreamKind::kCompute) = 0;
+  // Synchronous copies between host memory and a tensor of any pool.
+  virtual void copy_from_host(const Tensor& dst, const void* src) = 0;
+  virtual void copy_to_host(void* dst, const Tensor& src) = 0;
+
+  // ---- ordering ---------------------------------------------------------
+  virtual std::unique_ptr<Event> record_event(StreamKind stream) = 0;
+  // Work enqueued on `stream` after this call waits for `event`.
+  virtual void wait_event(StreamKind stream, const Event& event) = 0;
+  // Blocks until all enqueued work on all streams is done.
+  virtual void synchronize() = 0;
+
+  // ---- elementwise and data movement -----------------------------------
+  // dst = src converted (fp32/fp16/bf16/fp8 in any direction; fp8 saturates).
+  virtual void cast(const Tensor& dst, const Tensor& src) = 0;
+  // Every element of t (compute dtype) set to value.
+  virtual void fill(const Tensor& t, float value) = 0;
+  // Every byte of t set to 0 (any dtype). On a host-pool tensor it is done
+  // when the call returns, so host code may read it at once.
+  virtual void set_zero(const Tensor& t) = 0;
+  // out = a + b elementwise (residual add); out may alias a or b.
+  virtual void add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;
+
+  // ---- GEMM -------------------------------------------------------------
+  // C = alpha * op(A) op(B) + beta * C (+ bias on every row), fp32 accumulate.
+  // 2-D: op(A) (M,K), op(B) (K,N), C (M,N). 3-D: the same per batch index,
+  // A, B, C all (batch, ., .). A and B share one dtype; C any compute dtype.
+  virtual void matmul(const Tensor& c, const Tensor& a, const Tensor& b,
+                      const MatmulOptions& options = {}) = 0;
+  // dbias (N) += column sums of dout (M,N): the bias gradient of matmul.
+  virtual void bias_backward(const Tensor& dbias, const Tensor& dout) = 0;
+
+  // ---- GPT layers -------------------------------------------------------
+  // out (N,C) = table[ids] (table (V,C), ids (N) int32); accumulate adds.
+  virtual void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                                 bool accumulate) = 0;
+  // dtable[ids[i]] += dout[i] (scatter-add).
+  virtual void embedding_backward(const Tensor& dtable, const Tensor& dout,
+                                  const Tensor& ids) = 0;
+  // out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N) fp32 saved.
+  virtual void layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                 const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                                 float eps = 1e-5f) = 0;
+  virtual void layernorm_backward(const Tensor& dinp, const Tensor& dweight,
+                                  const Tensor& dbias, const Tensor& dout, const Tensor& inp,
+                                  const Tensor& weight, const Tensor& mean,
+                                  const Tensor& rstd) = 0;
+  // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  virtual void gelu_forward(const Tensor& out, const Tensor& inp) = 0;
+  virtual void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) = 0;
+  // Causal multi-head self-attention. qkv (B,T,3C) holds q, k, v side by
+  // side, each (B,T,NH,HS); att (B,NH,T,T) receives the softmax
+  // probabilities (saved for backward); out (B,T,C) = att @ v per head.
+  virtual void attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
+                                 int n_head) = 0;
+  virtual void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                  const Tensor& att, int n_head) = 0;
+  // losses (N) fp32 = -log softmax(logits)[target] per row (logits (N,V),
+  // targets (N) int32). When dlogits is given (it may alias logits), it is
+  // overwritten with dloss * (softmax - onehot(target)); softmax in fp32.
+  // classes > 0 (at most V): only the first `classes` columns are the
+  // distribution; the rest, a vocabulary's padding, are left out of the
+  // softmax and get a zero gradient. 0: all V columns.
+  virtual void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
+                                     const Tensor& logits, const Tensor& targets, float dloss,
+                                     int64_t classes = 0) = 0;
+
+  // ---- optimizer and mixed precision -----------------------------------
+  // One AdamW step (PyTorch torch.optim.AdamW semantics) on fp32 master, m,
+  // v with gradient grad * config.grad_scale (any compute dtype). When
+  // param_out is given it receives the updated weights in its dtype.
+  virtual void adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
+                            const Tensor& grad, const AdamWConfig& config,
+                            const Tensor* param_out) = 0;
+  // Sum of squares of every element of every tensor, accumulated in fp64.
+  virtual double sum_squares(std::span<const Tensor> tensors) = 0;
+  // Multiplies every tensor by inv_scale in place and reports the first
+  // tensor holding an inf or NaN afterwards (all tensors are still scaled).
+  virtual NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors,
+                                           float inv_scale) = 0;
+
+ protected:
+  Backend(std::shared_ptr<Allocator> allocator)
+      : allocator_(std::move(allocator)), tracker_(std::make_shared<MemoryTracker>()) {}
+
+ private:
+  std::shared_ptr<Allocator> allocator_;
+  std::shared_ptr<MemoryTracker> tracker_;
+};
+
+// Names of the backends usable in this process: "cpu" always, "cuda" when
+// the CUDA backend was compiled in and a device is present.
+std::vector<std::string> available_backends();
+
+// What a backend name asks for: "cpu", "cuda" (device -1: chosen by local
+// rank, see make_backend), "cuda:N" (device N) or "auto".
+struct BackendRequest {
+  enum class Kind { kCpu, kCuda, kAuto };
+  Kind kind = Kind::kCpu;
+  int device = -1;
+};
+
+// Parses a backend name; throws EngineError(kInvalidArgument) naming a
+// word that is none of the above or a malformed device index.
+BackendRequest parse_backend_name(std::string_view name);
+
+// The backend `name` names: "cpu"; "cuda:N" (CUDA device N); "cuda" (device
+// local_rank % the devices present, so the ranks started together on one
+// host take a GPU each, as with torchrun's LOCAL_RANK); "auto" (as "cuda"
+// when a CUDA device is usable, else "cpu"). Throws EngineError
+// (kInvalidArgument) for a malformed name and (kUnavailable) when the
+// backend cannot be made here.
+std::unique_ptr<Backend> make_backend(std::string_view name, int local_rank = 0);
+
+}  // namespace mixtrain

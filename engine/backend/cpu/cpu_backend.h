@@ -1,0 +1,71 @@
+// Why: the CPU implementation of Backend. GEMMs go through oneDNN (AMX /
+// AVX512-BF16 for bf16, AVX-512 for fp32) when it is present; every other
+// op is an OpenMP loop compiled per ISA (MIXTRAIN_MULTIVERSION). The
+// device and host pools are separate, separately counted heaps so tests
+// can see what offload moved. Ops live in one file per layer
+// (cpu_<layer>.cc, forward and backward side by side).
+#pragma once
+
+#include <memory>
+
+#include "engine/backend/backend.h"
+
+namespace mixtrain {
+
+class CpuGemm;  // GEMM dispatcher and oneDNN primitive cache (cpu_gemm.cc)
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend();
+  ~CpuBackend() override;
+
+  std::string name() const override { return "cpu"; }
+  DeviceType device_type() const override { return DeviceType::kCpu; }
+  int device_index() const override { return 0; }
+  void allow_tf32(bool) override {}
+
+  void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
+  void copy_from_host(const Tensor& dst, const void* src) override;
+  void copy_to_host(void* dst, const Tensor& src) override;
+
+  std::unique_ptr<Event> record_event(StreamKind stream) override;
+  void wait_event(StreamKind stream, const Event& event) override;
+  void synchronize() override {}
+
+  void cast(const Tensor& dst, const Tensor& src) override;
+  void fill(const Tensor& t, float value) override;
+  void set_zero(const Tensor& t) override;
+  void add(const Tensor& out, const Tensor& a, const Tensor& b) override;
+
+  void matmul(const Tensor& c, const Tensor& a, const Tensor& b,
+              const MatmulOptions& options) override;
+  void bias_backward(const Tensor& dbias, const Tensor& dout) override;
+
+  void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                         bool accumulate) override;
+  void embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) override;
+  void layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                         float eps) override;
+  void layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
+                          const Tensor& dout, const Tensor& inp, const Tensor& weight,
+                          const Tensor& mean, const Tensor& rstd) override;
+  void gelu_forward(const Tensor& out, const Tensor& inp) override;
+  void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) override;
+  void attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
+                         int n_head) override;
+  void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                          const Tensor& att, int n_head) override;
+  void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits, const Tensor& logits,
+                             const Tensor& targets, float dloss, int64_t classes) override;
+
+  void adamw_update(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grad,
+                    const AdamWConfig& config, const Tensor* param_out) override;
+  double sum_squares(std::span<const Tensor> tensors) override;
+  NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors, float inv_scale) override;
+
+ private:
+  std::unique_ptr<CpuGemm> gemm_;
+};
+
+}  // namespace mixtrain

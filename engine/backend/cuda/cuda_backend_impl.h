@@ -1,0 +1,132 @@
+// Why: the CUDA implementation of Backend, declared for the files that
+// implement it: cuda_backend.cc (setup, events, copies; memory and streams
+// are cuda_memory.cc's) and one cuda_<layer>.cu per layer with its kernels,
+// forward and backward side by side. Code outside backend/cuda/ reaches it only through cuda_backend.h,
+// which needs no CUDA headers.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/cuda_gemm.h"
+#include "engine/backend/cuda/cuda_memory.h"
+
+namespace mixtrain {
+
+// One temporary buffer an op asks scratch() for.
+struct ScratchRequest {
+  Shape shape;
+  DType dtype;
+  // Raw memory of at least `bytes` bytes (fp64 partial sums, library
+  // workspaces), as an int32 tensor.
+  static ScratchRequest raw_bytes(size_t bytes) {
+    return {{static_cast<int64_t>((bytes + 3) / 4)}, DType::kI32};
+  }
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // Takes device `device`: two non-blocking streams, a cuBLAS handle and
+  // its workspace. Throws EngineError(kUnavailable) when the device cannot
+  // be used.
+  explicit CudaBackend(int device);
+  // Waits for all enqueued work, then releases streams and handles.
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda:" + std::to_string(device_); }
+  DeviceType device_type() const override { return DeviceType::kCuda; }
+  int device_index() const override { return device_; }
+  void allow_tf32(bool allowed) override { tf32_ = allowed; }
+
+  void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
+  void copy_from_host(const Tensor& dst, const void* src) override;
+  void copy_to_host(void* dst, const Tensor& src) override;
+
+  std::unique_ptr<Event> record_event(StreamKind stream) override;
+  void wait_event(StreamKind stream, const Event& event) override;
+  void synchronize() override;
+
+  void cast(const Tensor& dst, const Tensor& src) override;
+  void fill(const Tensor& t, float value) override;
+  void set_zero(const Tensor& t) override;
+  void add(const Tensor& out, const Tensor& a, const Tensor& b) override;
+
+  void matmul(const Tensor& c, const Tensor& a, const Tensor& b,
+              const MatmulOptions& options) override;
+  void bias_backward(const Tensor& dbias, const Tensor& dout) override;
+
+  void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                         bool accumulate) override;
+  void embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) override;
+  void layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                         float eps) override;
+  void layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
+                          const Tensor& dout, const Tensor& inp, const Tensor& weight,
+                          const Tensor& mean, const Tensor& rstd) override;
+  void gelu_forward(const Tensor& out, const Tensor& inp) override;
+  void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) override;
+  void attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
+                         int n_head) override;
+  void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                          const Tensor& att, int n_head) override;
+  void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits, const Tensor& logits,
+                             const Tensor& targets, float dloss, int64_t classes) override;
+
+  void adamw_update(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grad,
+                    const AdamWConfig& config, const Tensor* param_out) override;
+  double sum_squares(std::span<const Tensor> tensors) override;
+  NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors, float inv_scale) override;
+
+  // ---- for the op files -------------------------------------------------
+  // Makes this backend's device current on the calling thread and returns
+  // the compute stream that every op enqueues its work on.
+  cudaStream_t begin_op();
+  // The cuBLAS and cuBLASLt handles (the compute stream, one workspace)
+  // and whether fp32 GEMMs may use TF32.
+  gpu::Blas blas() const {
+    return {cublas_.get(),          tf32_,
+            cublas_lt_.get(),       memory_->compute(),
+            cublas_workspace_.data(), cublas_workspace_.nbytes(),
+            &lt_algorithms_};
+  }
+  // One op's temporary device buffers, one tensor per request in order,
+  // carved (256-byte aligned) from a grow-only workspace counted as
+  // MemoryCategory::kWorkspace. Contents are uninitialized. They stay valid
+  // until the next scratch() call, so an op asks once for everything it
+  // needs and calls no other op that uses scratch while it holds them
+  // (ops that do: matmul, embedding_backward, layernorm_backward,
+  // attention_*, bias_backward, sum_squares, unscale_and_check).
+  std::vector<Tensor> scratch(std::initializer_list<ScratchRequest> requests);
+
+ private:
+  struct CublasDeleter {
+    void operator()(cublasHandle_t handle) const;
+    void operator()(cublasLtHandle_t handle) const;
+  };
+  using CublasHandle = std::unique_ptr<cublasContext, CublasDeleter>;
+  using CublasLtHandle = std::unique_ptr<cublasLtContext, CublasDeleter>;
+
+  explicit CudaBackend(std::shared_ptr<CudaMemory> memory);
+  cudaStream_t stream(StreamKind kind) const;
+
+  // Members are destroyed bottom-up: the cuBLAS handle goes before the
+  // workspace it uses; the streams live in memory_, which tensors that
+  // outlive the backend keep alive.
+  std::shared_ptr<CudaMemory> memory_;
+  int device_;
+  bool tf32_ = false;  // fp32 GEMMs may use TF32 tensor cores
+  Tensor cublas_workspace_;  // handed to cuBLAS, counted as workspace
+  CublasHandle cublas_;
+  CublasLtHandle cublas_lt_;  // shares cublas_workspace_: both run on the compute stream
+  mutable gpu::LtAlgorithms lt_algorithms_;  // filled by the const blas()'s users
+  Tensor scratch_;  // grows to the largest scratch() request
+};
+
+}  // namespace mixtrain

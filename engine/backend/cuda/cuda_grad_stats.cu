@@ -1,0 +1,159 @@
+// Why: the two gradient checks of a mixed-precision step that return a
+// value to the host: the squared norm for gradient clipping (fp64
+// accumulation, deterministic: per-block partial sums reduced in a fixed
+// order), and the unscale-and-check of dynamic loss scaling, which must
+// name the first tensor (list order) holding an inf or NaN and whether its
+// first non-finite element is a NaN.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_dtype.cuh"
+#include "engine/backend/cuda/cuda_error.h"
+#include "engine/backend/cuda/cuda_kernel_utils.cuh"
+#include "engine/backend/cuda/cuda_op_checks.h"
+
+namespace mixtrain {
+namespace {
+
+// Elements each thread of a sum_squares block covers before the grid
+// strides, and the most blocks one tensor gets.
+constexpr int64_t kElementsPerThread = 8;
+constexpr int64_t kMaxPartialBlocks = 1024;
+// "No non-finite element": the value every unscale_and_check slot starts at.
+constexpr uint64_t kNoNonFinite = std::numeric_limits<uint64_t>::max();
+
+// partial[blockIdx.x] = sum of x^2 over this block's grid-stride elements.
+template <class Ref>
+__global__ void sum_squares_partial_kernel(double* partial, Ref x, int64_t n) {
+  __shared__ double shared[gpu::kWarpSize];
+  double sum = 0.0;
+  for (int64_t i = gpu::thread_index(); i < n; i += gpu::grid_size()) {
+    const double value = x.load(i);
+    sum += value * value;
+  }
+  sum = gpu::block_sum(sum, shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+}
+
+// *result = sum of partial[0..count), one block, fixed order.
+__global__ void sum_partials_kernel(double* result, const double* partial, int64_t count) {
+  __shared__ double shared[gpu::kWarpSize];
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += partial[i];
+  sum = gpu::block_sum(sum, shared);
+  if (threadIdx.x == 0) *result = sum;
+}
+
+// x *= inv_scale in place (rounded to x's dtype); *first_bad = the lowest
+// (2 * index + is_nan) over elements that are inf or NaN afterwards, so the
+// minimum names the first non-finite element and says whether it is NaN.
+// Without kUnscale (inv_scale 1, which changes no value) it only reads:
+// half the memory traffic, which is all this kernel costs.
+template <bool kUnscale, class Ref>
+__global__ void unscale_and_check_kernel(Ref x, float inv_scale, int64_t n,
+                                         unsigned long long* first_bad) {
+  for (int64_t i = gpu::thread_index(); i < n; i += gpu::grid_size()) {
+    if constexpr (kUnscale) x.store(i, x.load(i) * inv_scale);
+    const float stored = x.load(i);
+    if (!isfinite(stored)) {
+      atomicMin(first_bad,
+                static_cast<unsigned long long>(2 * i + (isnan(stored) ? 1 : 0)));
+    }
+  }
+}
+
+}  // namespace
+
+double CudaBackend::sum_squares(std::span<const Tensor> tensors) {
+  const cudaStream_t stream = begin_op();
+  std::vector<int64_t> blocks;
+  int64_t total_blocks = 0;
+  for (const Tensor& t : tensors) {
+    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
+              "sum_squares: " + t.describe() + " is not fp32, fp16 or bf16");
+    const int64_t b =
+        t.numel() == 0
+            ? 0
+            : std::min(kMaxPartialBlocks,
+                       (t.numel() + gpu::kBlockThreads * kElementsPerThread - 1) /
+                           (gpu::kBlockThreads * kElementsPerThread));
+    blocks.push_back(b);
+    total_blocks += b;
+  }
+  if (total_blocks == 0) return 0.0;
+  const std::vector<Tensor> buffers =
+      scratch({ScratchRequest::raw_bytes(static_cast<size_t>(total_blocks) * sizeof(double)),
+               ScratchRequest::raw_bytes(sizeof(double))});
+  auto* partial = static_cast<double*>(buffers[0].data());
+  auto* result = static_cast<double*>(buffers[1].data());
+  int64_t offset = 0;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    if (blocks[k] == 0) continue;
+    const Tensor& t = tensors[k];
+    gpu::dispatch_compute({&t}, "sum_squares", [&](auto policy) {
+      using P = decltype(policy);
+      sum_squares_partial_kernel<<<static_cast<unsigned>(blocks[k]), gpu::kBlockThreads, 0,
+                                   stream>>>(partial + offset, P::ref(t), t.numel());
+      MIXTRAIN_CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
+    });
+    offset += blocks[k];
+  }
+  sum_partials_kernel<<<1, 1024, 0, stream>>>(result, partial, total_blocks);
+  MIXTRAIN_CUDA_CHECK_LAUNCH("sum_partials_kernel");
+  double host_result = 0.0;
+  MIXTRAIN_CUDA_CHECK(
+      cudaMemcpyAsync(&host_result, result, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host_result;
+}
+
+NonFiniteCheck CudaBackend::unscale_and_check(std::span<const Tensor> tensors, float inv_scale) {
+  const cudaStream_t stream = begin_op();
+  NonFiniteCheck check;
+  if (tensors.empty()) return check;
+  for (const Tensor& t : tensors) {
+    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
+              "unscale_and_check: " + t.describe() + " is not fp32, fp16 or bf16");
+  }
+  const int64_t count = static_cast<int64_t>(tensors.size());
+  const Tensor slots_tensor =
+      scratch({ScratchRequest::raw_bytes(static_cast<size_t>(count) * sizeof(uint64_t))})[0];
+  auto* slots = static_cast<unsigned long long*>(slots_tensor.data());
+  // Every byte 0xFF: each slot starts at kNoNonFinite.
+  MIXTRAIN_CUDA_CHECK(
+      cudaMemsetAsync(slots, 0xFF, static_cast<size_t>(count) * sizeof(uint64_t), stream));
+  for (int64_t k = 0; k < count; ++k) {
+    const Tensor& t = tensors[k];
+    if (t.numel() == 0) continue;
+    gpu::dispatch_compute({&t}, "unscale_and_check", [&](auto policy) {
+      using P = decltype(policy);
+      const unsigned blocks = gpu::grid_blocks(t.numel());
+      if (inv_scale == 1.0f) {
+        unscale_and_check_kernel<false><<<blocks, gpu::kBlockThreads, 0, stream>>>(
+            P::ref(t), inv_scale, t.numel(), slots + k);
+      } else {
+        unscale_and_check_kernel<true><<<blocks, gpu::kBlockThreads, 0, stream>>>(
+            P::ref(t), inv_scale, t.numel(), slots + k);
+      }
+      MIXTRAIN_CUDA_CHECK_LAUNCH("unscale_and_check_kernel");
+    });
+  }
+  std::vector<uint64_t> host_slots(static_cast<size_t>(count));
+  MIXTRAIN_CUDA_CHECK(cudaMemcpyAsync(host_slots.data(), slots, host_slots.size() * sizeof(uint64_t),
+                                      cudaMemcpyDeviceToHost, stream));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int64_t k = 0; k < count; ++k) {
+    if (host_slots[k] == kNoNonFinite) continue;
+    check.found = true;
+    check.tensor_index = static_cast<int>(k);
+    check.is_nan = (host_slots[k] & 1u) != 0;
+    break;
+  }
+  return check;
+}
+
+}  // namespace mixtrain

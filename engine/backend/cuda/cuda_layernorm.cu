@@ -1,0 +1,206 @@
+// Why: LayerNorm on the GPU, forward and backward side by side (llm.c's
+// layernorm_forward/backward). One warp normalizes one row (N,C) in fp32.
+// The weight and bias gradients sum over all N rows; to stay deterministic
+// they are summed per fixed chunk of rows into a workspace and the chunks
+// are then added in order (no float atomics).
+#include <cuda_runtime.h>
+
+#include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/cuda/cuda_dtype.cuh"
+#include "engine/backend/cuda/cuda_error.h"
+#include "engine/backend/cuda/cuda_kernel_utils.cuh"
+#include "engine/backend/cuda/cuda_op_checks.h"
+#include "engine/backend/op_checks.h"
+
+namespace mixtrain {
+namespace {
+
+using gpu::kWarpSize;
+using gpu::warp_sum;
+
+constexpr int kRowsPerBlock = gpu::kBlockThreads / kWarpSize;
+// Rows per chunk of the weight/bias gradient sums, and the most chunks.
+constexpr int64_t kRowsPerChunk = 64;
+constexpr int64_t kMaxChunks = 256;
+
+// Index of this thread's row when each warp owns one row, or -1 past the end.
+__device__ inline int64_t warp_row(int64_t rows) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+  return row < rows ? row : -1;
+}
+
+// out = (inp - mean) * rstd * weight + bias per row; saves mean and rstd.
+template <class Ref>
+__global__ void layernorm_forward_kernel(Ref out, float* mean, float* rstd, Ref inp, Ref weight,
+                                         Ref bias, float eps, int64_t rows, int64_t channels) {
+  const int64_t row = warp_row(rows);
+  if (row < 0) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t base = row * channels;
+  float sum = 0.0f;
+  for (int64_t c = lane; c < channels; c += kWarpSize) sum += inp.load(base + c);
+  const float m = warp_sum(sum) / static_cast<float>(channels);
+  float squares = 0.0f;
+  for (int64_t c = lane; c < channels; c += kWarpSize) {
+    const float d = inp.load(base + c) - m;
+    squares += d * d;
+  }
+  const float variance = warp_sum(squares) / static_cast<float>(channels);
+  const float s = 1.0f / sqrtf(variance + eps);
+  for (int64_t c = lane; c < channels; c += kWarpSize) {
+    const float normalized = (inp.load(base + c) - m) * s;
+    out.store(base + c, normalized * weight.load(c) + bias.load(c));
+  }
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = s;
+  }
+}
+
+// dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd per row,
+// with norm = (inp - mean) * rstd and dnorm = dout * weight.
+template <class Ref>
+__global__ void layernorm_backward_input_kernel(Ref dinp, Ref dout, Ref inp, Ref weight,
+                                                const float* mean, const float* rstd,
+                                                int64_t rows, int64_t channels) {
+  const int64_t row = warp_row(rows);
+  if (row < 0) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t base = row * channels;
+  const float m = mean[row], s = rstd[row];
+  float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
+  for (int64_t c = lane; c < channels; c += kWarpSize) {
+    const float norm = (inp.load(base + c) - m) * s;
+    const float dnorm = dout.load(base + c) * weight.load(c);
+    dnorm_sum += dnorm;
+    dnorm_norm_sum += dnorm * norm;
+  }
+  const float dnorm_mean = warp_sum(dnorm_sum) / static_cast<float>(channels);
+  const float dnorm_norm_mean = warp_sum(dnorm_norm_sum) / static_cast<float>(channels);
+  for (int64_t c = lane; c < channels; c += kWarpSize) {
+    const float norm = (inp.load(base + c) - m) * s;
+    const float dnorm = dout.load(base + c) * weight.load(c);
+    const float grad = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    dinp.store(base + c, dinp.load(base + c) + grad);
+  }
+}
+
+// For each column and chunk of rows: partial_dweight = sum dout * norm and
+// partial_dbias = sum dout over the chunk's rows, in row order.
+template <class Ref>
+__global__ void layernorm_backward_params_partial_kernel(float* partial_dweight,
+                                                         float* partial_dbias, Ref dout, Ref inp,
+                                                         const float* mean, const float* rstd,
+                                                         int64_t rows, int64_t channels,
+                                                         int64_t rows_per_chunk) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const int64_t begin = blockIdx.y * rows_per_chunk;
+  const int64_t end = min(rows, begin + rows_per_chunk);
+  float dweight = 0.0f, dbias = 0.0f;
+  for (int64_t r = begin; r < end; ++r) {
+    const float d = dout.load(r * channels + c);
+    dweight += d * (inp.load(r * channels + c) - mean[r]) * rstd[r];
+    dbias += d;
+  }
+  partial_dweight[blockIdx.y * channels + c] = dweight;
+  partial_dbias[blockIdx.y * channels + c] = dbias;
+}
+
+// dweight, dbias += the chunks' partial sums, added in chunk order.
+template <class Ref>
+__global__ void layernorm_backward_params_finish_kernel(Ref dweight, Ref dbias,
+                                                        const float* partial_dweight,
+                                                        const float* partial_dbias,
+                                                        int64_t chunks, int64_t channels) {
+  for (int64_t c = gpu::thread_index(); c < channels; c += gpu::grid_size()) {
+    float w = 0.0f, b = 0.0f;
+    for (int64_t k = 0; k < chunks; ++k) {
+      w += partial_dweight[k * channels + c];
+      b += partial_dbias[k * channels + c];
+    }
+    dweight.store(c, dweight.load(c) + w);
+    dbias.store(c, dbias.load(c) + b);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                    const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                                    float eps) {
+  const cudaStream_t stream = begin_op();
+  const char* op = "layernorm_forward";
+  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1, "layernorm_forward: inp " + inp.describe() + " has no channels");
+  const int64_t channels = inp.dim(-1);
+  const int64_t rows = channels == 0 ? 0 : inp.numel() / channels;
+  op_checks::check_matrix(op, "out", out, rows, channels);
+  op_checks::check_same_or_disjoint(op, "out", out, "inp", inp);
+  op_checks::check_numel(op, "weight", weight, channels);
+  op_checks::check_numel(op, "bias", bias, channels);
+  op_checks::check_dtype(op, "mean", mean, DType::kF32);
+  op_checks::check_dtype(op, "rstd", rstd, DType::kF32);
+  op_checks::check_numel(op, "mean", mean, rows);
+  op_checks::check_numel(op, "rstd", rstd, rows);
+  gpu::dispatch_compute({&out, &inp, &weight, &bias}, op, [&](auto policy) {
+    using P = decltype(policy);
+    if (rows == 0) return;
+    const unsigned blocks = static_cast<unsigned>(
+        gpu::checked_int(op, "row blocks", (rows + kRowsPerBlock - 1) / kRowsPerBlock));
+    layernorm_forward_kernel<<<blocks, gpu::kBlockThreads, 0, stream>>>(
+        P::ref(out), mean.data_as<float>(), rstd.data_as<float>(), P::ref(inp),
+        P::ref(weight), P::ref(bias), eps, rows, channels);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_forward_kernel");
+  });
+}
+
+void CudaBackend::layernorm_backward(const Tensor& dinp, const Tensor& dweight,
+                                     const Tensor& dbias, const Tensor& dout, const Tensor& inp,
+                                     const Tensor& weight, const Tensor& mean,
+                                     const Tensor& rstd) {
+  const cudaStream_t stream = begin_op();
+  const char* op = "layernorm_backward";
+  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1, "layernorm_backward: inp " + inp.describe() + " has no channels");
+  const int64_t channels = inp.dim(-1);
+  const int64_t rows = channels == 0 ? 0 : inp.numel() / channels;
+  op_checks::check_matrix(op, "dinp", dinp, rows, channels);
+  op_checks::check_matrix(op, "dout", dout, rows, channels);
+  op_checks::check_same_or_disjoint(op, "dinp", dinp, "dout", dout);
+  op_checks::check_numel(op, "weight", weight, channels);
+  op_checks::check_numel(op, "dweight", dweight, channels);
+  op_checks::check_numel(op, "dbias", dbias, channels);
+  op_checks::check_dtype(op, "mean", mean, DType::kF32);
+  op_checks::check_dtype(op, "rstd", rstd, DType::kF32);
+  op_checks::check_numel(op, "mean", mean, rows);
+  op_checks::check_numel(op, "rstd", rstd, rows);
+  if (rows == 0) return;
+  const int64_t chunks = std::min(kMaxChunks, (rows + kRowsPerChunk - 1) / kRowsPerChunk);
+  const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+  const std::vector<Tensor> partial =
+      scratch({{{chunks, channels}, DType::kF32}, {{chunks, channels}, DType::kF32}});
+  gpu::dispatch_compute({&dinp, &dweight, &dbias, &dout, &inp, &weight}, op, [&](auto policy) {
+    using P = decltype(policy);
+    // The parameter sums run first: they read dout, which dinp may alias.
+    const dim3 grid(static_cast<unsigned>(gpu::checked_int(
+                        op, "column blocks",
+                        (channels + gpu::kBlockThreads - 1) / gpu::kBlockThreads)),
+                    static_cast<unsigned>(chunks));
+    layernorm_backward_params_partial_kernel<<<grid, gpu::kBlockThreads, 0, stream>>>(
+        partial[0].data_as<float>(), partial[1].data_as<float>(), P::ref(dout), P::ref(inp),
+        mean.data_as<float>(), rstd.data_as<float>(), rows, channels, rows_per_chunk);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_backward_params_partial_kernel");
+    layernorm_backward_params_finish_kernel<<<gpu::grid_blocks(channels), gpu::kBlockThreads, 0,
+                                              stream>>>(
+        P::ref(dweight), P::ref(dbias), partial[0].data_as<float>(),
+        partial[1].data_as<float>(), chunks, channels);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_backward_params_finish_kernel");
+    const unsigned row_blocks = static_cast<unsigned>(
+        gpu::checked_int(op, "row blocks", (rows + kRowsPerBlock - 1) / kRowsPerBlock));
+    layernorm_backward_input_kernel<<<row_blocks, gpu::kBlockThreads, 0, stream>>>(
+        P::ref(dinp), P::ref(dout), P::ref(inp), P::ref(weight), mean.data_as<float>(),
+        rstd.data_as<float>(), rows, channels);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_backward_input_kernel");
+  });
+}
+
+}  // namespace mixtrain

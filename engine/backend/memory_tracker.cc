@@ -1,0 +1,74 @@
+// Why: implementation of the exact per-category memory counts.
+#include "engine/backend/memory_tracker.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+
+namespace mixtrain {
+
+std::string gib_text(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g GiB", bytes / double(1 << 30));
+  return text;
+}
+
+const char* memory_pool_name(MemoryPool pool) {
+  return pool == MemoryPool::kDevice ? "device" : "host";
+}
+
+const char* memory_category_name(MemoryCategory category) {
+  static constexpr const char* kNames[kNumMemoryCategories] = {
+      "params",      "grads",           "master_params", "optimizer_state",
+      "activations", "gathered_params", "comm_buffers",  "workspace"};
+  return kNames[static_cast<int>(category)];
+}
+
+void MemoryTracker::on_alloc(MemoryPool pool, MemoryCategory category, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PoolCounts& p = pools_[static_cast<int>(pool)];
+  const int c = static_cast<int>(category);
+  p.current[c] += bytes;
+  p.peak[c] = std::max(p.peak[c], p.current[c]);
+  p.total += bytes;
+  p.peak_total = std::max(p.peak_total, p.total);
+}
+
+void MemoryTracker::on_free(MemoryPool pool, MemoryCategory category, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  PoolCounts& p = pools_[static_cast<int>(pool)];
+  const int c = static_cast<int>(category);
+  assert(p.current[c] >= bytes && "freeing more than was allocated");
+  p.current[c] -= bytes;
+  p.total -= bytes;
+}
+
+size_t MemoryTracker::current(MemoryPool pool, MemoryCategory category) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pools_[static_cast<int>(pool)].current[static_cast<int>(category)];
+}
+
+size_t MemoryTracker::peak(MemoryPool pool, MemoryCategory category) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pools_[static_cast<int>(pool)].peak[static_cast<int>(category)];
+}
+
+size_t MemoryTracker::current_total(MemoryPool pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pools_[static_cast<int>(pool)].total;
+}
+
+size_t MemoryTracker::peak_total(MemoryPool pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pools_[static_cast<int>(pool)].peak_total;
+}
+
+void MemoryTracker::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (PoolCounts& p : pools_) {
+    p.peak = p.current;
+    p.peak_total = p.total;
+  }
+}
+
+}  // namespace mixtrain

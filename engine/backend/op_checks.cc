@@ -1,0 +1,131 @@
+// Why: the messages of the ops' argument checks (see op_checks.h).
+#include "engine/backend/op_checks.h"
+
+#include <string>
+
+namespace mixtrain::op_checks {
+namespace {
+
+[[noreturn]] void fail(const char* op, const char* name, const Tensor& t,
+                       const std::string& problem) {
+  throw EngineError(ErrorCode::kInvalidArgument,
+                    std::string(op) + ": " + name + " " + t.describe() + " " + problem);
+}
+
+void check_defined(const char* op, const char* name, const Tensor& t) {
+  if (!t.defined()) {
+    throw EngineError(ErrorCode::kInvalidArgument, std::string(op) + ": " + name + " is undefined");
+  }
+}
+
+}  // namespace
+
+void check_float(const char* op, const char* name, const Tensor& t) {
+  check_defined(op, name, t);
+  if (!is_float_compute(t.dtype())) fail(op, name, t, "must be fp32, fp16 or bf16");
+}
+
+void check_float_format(const char* op, const char* name, const Tensor& t) {
+  check_defined(op, name, t);
+  if (t.dtype() == DType::kI32) {
+    fail(op, name, t, "must be a float format (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2)");
+  }
+}
+
+void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype) {
+  check_defined(op, name, t);
+  if (t.dtype() != dtype) fail(op, name, t, std::string("must be ") + dtype_name(dtype));
+}
+
+void check_shape(const char* op, const char* name, const Tensor& t, const Shape& shape) {
+  check_defined(op, name, t);
+  if (t.shape() != shape) fail(op, name, t, "must have shape " + shape_string(shape));
+}
+
+void check_ndim(const char* op, const char* name, const Tensor& t, int ndim) {
+  check_defined(op, name, t);
+  if (t.ndim() != ndim) fail(op, name, t, "must have " + std::to_string(ndim) + " dimensions");
+}
+
+void check_numel(const char* op, const char* name, const Tensor& t, int64_t numel) {
+  check_defined(op, name, t);
+  if (t.numel() != numel) {
+    fail(op, name, t, "must have " + std::to_string(numel) + " elements");
+  }
+}
+
+void check_matrix(const char* op, const char* name, const Tensor& t, int64_t rows, int64_t cols) {
+  check_defined(op, name, t);
+  const bool ok = t.numel() == rows * cols && (t.numel() == 0 || t.dim(-1) == cols);
+  if (!ok) {
+    fail(op, name, t,
+         "must be (" + std::to_string(rows) + ", " + std::to_string(cols) +
+             ") once its leading dimensions are flattened");
+  }
+}
+
+void check_same_or_disjoint(const char* op, const char* a_name, const Tensor& a, const char* b_name,
+                            const Tensor& b) {
+  check_defined(op, a_name, a);
+  check_defined(op, b_name, b);
+  if (a.nbytes() == 0 || b.nbytes() == 0) return;
+  const auto* a_begin = static_cast<const char*>(a.data());
+  const auto* b_begin = static_cast<const char*>(b.data());
+  const bool disjoint = a_begin + a.nbytes() <= b_begin || b_begin + b.nbytes() <= a_begin;
+  const bool same = a_begin == b_begin && dtype_size(a.dtype()) == dtype_size(b.dtype()) &&
+                    a.numel() == b.numel();
+  if (!disjoint && !same) {
+    fail(op, a_name, a,
+         std::string("partly overlaps ") + b_name + " " + b.describe() +
+             " (they must be the same tensor or not overlap at all)");
+  }
+}
+
+void check_gelu_out(const char* op, const Tensor& c, const Tensor* gelu_out) {
+  if (gelu_out == nullptr) return;
+  check_float(op, "gelu_out", *gelu_out);
+  check_shape(op, "gelu_out", *gelu_out, c.shape());
+  check_same_or_disjoint(op, "gelu_out", *gelu_out, "C", c);
+  if (gelu_out->nbytes() > 0 && gelu_out->data() == c.data()) {
+    fail(op, "gelu_out", *gelu_out, "is C itself; C keeps the pre-activation");
+  }
+}
+
+void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor* bias_grad) {
+  if (bias_grad == nullptr) return;
+  check_float(op, "bias_grad", *bias_grad);
+  if (!trans_a || a.ndim() != 2) {
+    fail(op, "bias_grad", *bias_grad,
+         "needs a 2-D product with trans_a (A, the output gradient, stored (K,M)), got A " +
+             a.describe() + (trans_a ? "" : " without trans_a"));
+  }
+  check_shape(op, "bias_grad", *bias_grad, {a.dim(1)});
+}
+
+int64_t checked_classes(const char* op, int64_t classes, int64_t columns) {
+  if (classes == 0) return columns;
+  if (classes < 0 || classes > columns) {
+    throw EngineError(ErrorCode::kInvalidArgument,
+                      std::string(op) + ": classes " + std::to_string(classes) +
+                          " must be 0 (all) or between 1 and the logits' " +
+                          std::to_string(columns) + " columns");
+  }
+  return classes;
+}
+
+void check_ids(const char* op, const char* name, const Tensor& ids, int64_t limit,
+               const char* limit_name) {
+  check_defined(op, name, ids);
+  check_dtype(op, name, ids, DType::kI32);
+  const int32_t* values = ids.data_as<int32_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (values[i] < 0 || values[i] >= limit) {
+      fail(op, name, ids,
+           "holds " + std::to_string(values[i]) + " at index " + std::to_string(i) +
+               ", outside [0, " + std::to_string(limit) + "): the " + limit_name + " is " +
+               std::to_string(limit));
+    }
+  }
+}
+
+}  // namespace mixtrain::op_checks

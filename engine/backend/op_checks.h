@@ -1,0 +1,60 @@
+// Why: every op of every backend validates its arguments on the host before
+// touching memory (a kernel cannot throw), and a caller who got a shape or
+// dtype wrong must read which op and which tensor ("layernorm_forward:
+// weight bf16(96) must have 768 elements"). These helpers build those
+// messages in one place; each throws EngineError(kInvalidArgument) and
+// costs nothing when the check passes. An undefined tensor always fails.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend/tensor.h"
+
+namespace mixtrain::op_checks {
+
+// t's dtype is fp32, fp16 or bf16.
+void check_float(const char* op, const char* name, const Tensor& t);
+
+// t's dtype is a float format: fp32, fp16, bf16, fp8_e4m3 or fp8_e5m2.
+void check_float_format(const char* op, const char* name, const Tensor& t);
+
+// t's dtype is exactly `dtype`.
+void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype);
+
+// t has exactly `shape`.
+void check_shape(const char* op, const char* name, const Tensor& t, const Shape& shape);
+
+// t has `ndim` dimensions.
+void check_ndim(const char* op, const char* name, const Tensor& t, int ndim);
+
+// t has exactly `numel` elements.
+void check_numel(const char* op, const char* name, const Tensor& t, int64_t numel);
+
+// t is a (rows, cols) matrix once its leading dimensions are flattened: its
+// last dimension is cols and it has rows * cols elements.
+void check_matrix(const char* op, const char* name, const Tensor& t, int64_t rows, int64_t cols);
+
+// a and b share no byte, or are the very same elements (same address,
+// element size and element count), as in-place ops allow.
+void check_same_or_disjoint(const char* op, const char* a_name, const Tensor& a, const char* b_name,
+                            const Tensor& b);
+
+// matmul's optional GELU output: C's shape, fp32/fp16/bf16, no byte shared
+// with C (it keeps the pre-activation). Nothing to check when null.
+void check_gelu_out(const char* op, const Tensor& c, const Tensor* gelu_out);
+
+// matmul's optional bias gradient: a 2-D product with trans_a, and (M)
+// of fp32, fp16 or bf16 for A stored (K,M). Nothing to check when null.
+void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor* bias_grad);
+
+// softmax_cross_entropy's classes: 0 (all `columns`) or in [1, columns];
+// returns the number of classes in effect.
+int64_t checked_classes(const char* op, int64_t classes, int64_t columns);
+
+// Every value of the int32 host-readable tensor `ids` lies in [0, limit); otherwise the
+// message names the first bad value, its index, and `limit_name` (e.g.
+// "vocab size").
+void check_ids(const char* op, const char* name, const Tensor& ids, int64_t limit,
+               const char* limit_name);
+
+}  // namespace mixtrain::op_checks

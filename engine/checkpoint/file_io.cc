@@ -1,0 +1,110 @@
+// Why: the POSIX side of checkpoint I/O (open/write/fsync/mmap), kept in
+// one file so the format code above it never sees a file descriptor.
+#include "engine/checkpoint/file_io.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "engine/checkpoint/crc32c.h"
+#include "engine/common/error.h"
+
+namespace mixtrain {
+namespace {
+
+[[noreturn]] void throw_system_error(ErrorCode code, const std::string& what,
+                                     const std::filesystem::path& path, int error) {
+  throw EngineError(code, what + " " + path.string() + ": " + std::strerror(error));
+}
+
+// The file at `path` open read-only; throws kInvalidArgument naming it.
+UniqueFd open_for_reading(const std::filesystem::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) throw_system_error(ErrorCode::kInvalidArgument, "cannot open", path, errno);
+  return fd;
+}
+
+}  // namespace
+
+FileWriter::FileWriter(std::filesystem::path path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw_system_error(ErrorCode::kInternal, "cannot create", path_, errno);
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileWriter::write(std::span<const std::byte> bytes) {
+  if (fd_ < 0) {
+    throw EngineError(ErrorCode::kInternal, "write to closed file " + path_.string());
+  }
+  crc32c_ = crc32c_extend(crc32c_, bytes);
+  while (!bytes.empty()) {
+    const ssize_t written = ::write(fd_, bytes.data(), bytes.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      throw_system_error(ErrorCode::kInternal, "cannot write", path_, errno);
+    }
+    bytes = bytes.subspan(static_cast<size_t>(written));
+    bytes_written_ += static_cast<uint64_t>(written);
+  }
+}
+
+void FileWriter::sync_and_close() {
+  if (::fsync(fd_) != 0) throw_system_error(ErrorCode::kInternal, "cannot fsync", path_, errno);
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) throw_system_error(ErrorCode::kInternal, "cannot close", path_, errno);
+}
+
+MappedFile::MappedFile(std::filesystem::path path) : MappedFile(path, open_for_reading(path)) {}
+
+MappedFile::MappedFile(std::filesystem::path path, UniqueFd fd) : path_(std::move(path)) {
+  struct stat status {};
+  if (::fstat(fd.get(), &status) != 0) {
+    throw_system_error(ErrorCode::kInternal, "cannot stat", path_, errno);
+  }
+  size_ = static_cast<size_t>(status.st_size);
+  if (size_ > 0) {
+    void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (mapping == MAP_FAILED) throw_system_error(ErrorCode::kInternal, "cannot map", path_, errno);
+    data_ = static_cast<const std::byte*>(mapping);
+  }
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+    path_ = std::move(other.path_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void fsync_directory(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw_system_error(ErrorCode::kInternal, "cannot open directory", path, errno);
+  if (::fsync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw_system_error(ErrorCode::kInternal, "cannot fsync directory", path, error);
+  }
+  ::close(fd);
+}
+
+}  // namespace mixtrain

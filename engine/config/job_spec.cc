@@ -1,0 +1,33 @@
+// Why: the defaults of the job spec that depend on other keys (loss scaling
+// on compute, val fraction on val, checkpoint dir on name) are decided here
+// once, so every consumer of a JobSpec agrees on them.
+#include "engine/config/job_spec.h"
+
+namespace mixtrain::config {
+
+LossScaleMode effective_loss_scale(const PrecisionSpec& precision) {
+  if (precision.loss_scale) return *precision.loss_scale;
+  return precision.compute == DType::kF16 ? LossScaleMode::kDynamic : LossScaleMode::kNone;
+}
+
+double effective_val_fraction(const DataSpec& data) {
+  if (data.val) return 0.0;
+  return data.val_fraction.value_or(0.1);
+}
+
+std::string effective_checkpoint_dir(const JobSpec& spec) {
+  if (spec.checkpoint.dir) return *spec.checkpoint.dir;
+  return "./checkpoints/" + spec.name;
+}
+
+std::optional<DType> parse_compute_dtype(std::string_view name) {
+  if (name == "fp8") return DType::kFP8E4M3;
+  if (name == "int32") return std::nullopt;
+  try {
+    return parse_dtype(name);
+  } catch (const EngineError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace mixtrain::config

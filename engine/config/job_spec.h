@@ -1,0 +1,217 @@
+// Why: the job spec (DESIGN.md §4, YAML version 1) as plain C++ structs, so
+// the engine, the worker and the coordinator share one definition of a job
+// and one validation of it without depending on a YAML library. Member
+// defaults are the §4 defaults; the YAML reader lives in jobspec/.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/numerics/dtype.h"
+
+namespace mixtrain::config {
+
+enum class ModelArch { kGpt };
+enum class DataFormat { kAuto, kText, kTokens };  // text = bytes; tokens = llm.c .bin
+enum class LossScaleMode { kDynamic, kStatic, kNone };
+enum class OnMinScale { kFail, kContinue };
+enum class OffloadTarget { kNone, kCpu };
+enum class BackendChoice { kAuto, kCpu, kCuda };
+
+// The training corpus that needs no download (DESIGN.md §2).
+inline constexpr std::string_view kBuiltinDemoData = "builtin:demo";
+
+struct ModelSpec {
+  ModelArch arch = ModelArch::kGpt;
+  int64_t layers = 6;
+  int64_t heads = 6;
+  int64_t dim = 384;
+  int64_t seq_len = 256;
+  int64_t vocab = 256;
+  std::optional<std::string> init_from;  // safetensors file to start from
+
+  friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
+};
+
+struct DataSpec {
+  std::string train;                   // a path or "builtin:demo"
+  std::optional<std::string> val;      // a path; excludes val_fraction
+  std::optional<double> val_fraction;  // unset: 0.1 when there is no val
+  DataFormat format = DataFormat::kAuto;
+
+  friend bool operator==(const DataSpec&, const DataSpec&) = default;
+};
+
+struct TrainSpec {
+  int64_t steps = 2000;
+  int64_t micro_batch = 8;
+  int64_t grad_accum = 1;
+  double lr = 6.0e-4;
+  double min_lr = 6.0e-5;
+  int64_t warmup_steps = 100;
+  double weight_decay = 0.1;
+  std::array<double, 2> betas = {0.9, 0.95};
+  double grad_clip = 1.0;  // 0 disables clipping
+  int64_t seed = 1337;
+  int64_t eval_every = 200;
+  int64_t eval_batches = 20;  // 0 disables evaluation
+
+  friend bool operator==(const TrainSpec&, const TrainSpec&) = default;
+};
+
+struct PrecisionSpec {
+  DType compute = DType::kBF16;
+  std::optional<LossScaleMode> loss_scale;  // unset: dynamic for fp16, none otherwise
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  int64_t hysteresis = 1;  // DeepSpeed-style delayed backoff
+  double min_scale = 1.0;
+  OnMinScale on_min_scale = OnMinScale::kFail;
+  // fp32 GEMMs on CUDA may round their inputs to TF32 (10-bit significand)
+  // for tensor cores, as PyTorch's allow_tf32; off keeps CPU parity.
+  bool tf32 = false;
+
+  friend bool operator==(const PrecisionSpec&, const PrecisionSpec&) = default;
+};
+
+struct ZeroSpec {
+  int64_t stage = 0;
+  OffloadTarget offload_optimizer = OffloadTarget::kNone;
+  OffloadTarget offload_params = OffloadTarget::kNone;
+  int64_t bucket_mb = 25;
+
+  friend bool operator==(const ZeroSpec&, const ZeroSpec&) = default;
+};
+
+struct ResourcesSpec {
+  int64_t workers = 1;
+  BackendChoice backend = BackendChoice::kAuto;
+
+  friend bool operator==(const ResourcesSpec&, const ResourcesSpec&) = default;
+};
+
+struct CheckpointSpec {
+  int64_t every = 500;
+  int64_t keep = 3;
+  std::optional<std::string> dir;  // unset: ./checkpoints/<name>
+
+  friend bool operator==(const CheckpointSpec&, const CheckpointSpec&) = default;
+};
+
+struct RetriesSpec {
+  int64_t max_restarts = 3;
+
+  friend bool operator==(const RetriesSpec&, const RetriesSpec&) = default;
+};
+
+struct JobSpec {
+  std::string name;  // required
+  ModelSpec model;
+  DataSpec data;
+  TrainSpec train;
+  PrecisionSpec precision;
+  ZeroSpec zero;
+  ResourcesSpec resources;
+  CheckpointSpec checkpoint;
+  RetriesSpec retries;
+
+  // Field by field, doubles exactly (as every section's operator==).
+  friend bool operator==(const JobSpec&, const JobSpec&) = default;
+};
+
+// One impossible value: `key_path` is the spec key as YAML spells it
+// ("model.heads"), `message` says what is wrong and what was given.
+struct SpecError {
+  std::string key_path;
+  std::string message;
+};
+
+// The loss scaling in effect: the explicit choice, else dynamic for fp16
+// compute and none otherwise.
+LossScaleMode effective_loss_scale(const PrecisionSpec& precision);
+
+// The validation fraction in effect: 0 when data.val is set, else the
+// explicit val_fraction, else 0.1.
+double effective_val_fraction(const DataSpec& data);
+
+// The checkpoint directory in effect: checkpoint.dir, else ./checkpoints/<name>.
+std::string effective_checkpoint_dir(const JobSpec& spec);
+
+// Every impossible value in `spec`, section by section; empty when the spec is
+// runnable as far as can be told without the filesystem. Never throws.
+std::vector<SpecError> validate(const JobSpec& spec);
+
+// Every data file and init_from file that does not exist as a readable
+// regular file ("builtin:" data needs no file), and a checkpoint directory
+// that cannot be one (it, or its nearest existing ancestor, is not a
+// directory). Relative paths resolve against `base_dir`, or the working
+// directory when it is empty.
+std::vector<SpecError> check_files(const JobSpec& spec, const std::filesystem::path& base_dir = {});
+
+// Parses a compute dtype as the spec spells it: fp32, fp16, bf16 (and their
+// long names), or fp8 / fp8_e4m3 / fp8_e5m2, which parse so that validate()
+// can say they are not supported yet. nullopt for anything else.
+std::optional<DType> parse_compute_dtype(std::string_view name);
+
+// The spec's spelling of each enum value, in declaration order; one table
+// per enum so that names live in one place (found by overload on a tag).
+constexpr std::array<std::pair<ModelArch, std::string_view>, 1> enum_names(ModelArch) {
+  return {{{ModelArch::kGpt, "gpt"}}};
+}
+constexpr std::array<std::pair<DataFormat, std::string_view>, 3> enum_names(DataFormat) {
+  return {
+      {{DataFormat::kAuto, "auto"}, {DataFormat::kText, "text"}, {DataFormat::kTokens, "tokens"}}};
+}
+constexpr std::array<std::pair<LossScaleMode, std::string_view>, 3> enum_names(LossScaleMode) {
+  return {{{LossScaleMode::kDynamic, "dynamic"},
+           {LossScaleMode::kStatic, "static"},
+           {LossScaleMode::kNone, "none"}}};
+}
+constexpr std::array<std::pair<OnMinScale, std::string_view>, 2> enum_names(OnMinScale) {
+  return {{{OnMinScale::kFail, "fail"}, {OnMinScale::kContinue, "continue"}}};
+}
+constexpr std::array<std::pair<OffloadTarget, std::string_view>, 2> enum_names(OffloadTarget) {
+  return {{{OffloadTarget::kNone, "none"}, {OffloadTarget::kCpu, "cpu"}}};
+}
+constexpr std::array<std::pair<BackendChoice, std::string_view>, 3> enum_names(BackendChoice) {
+  return {{{BackendChoice::kAuto, "auto"},
+           {BackendChoice::kCpu, "cpu"},
+           {BackendChoice::kCuda, "cuda"}}};
+}
+
+// The spec's name of `value` ("dynamic" for LossScaleMode::kDynamic).
+template <class E>
+constexpr std::string_view enum_name(E value) {
+  for (const auto& [candidate, name] : enum_names(E{}))
+    if (candidate == value) return name;
+  return "unknown";
+}
+
+// The enum value the spec spells `name`, or nullopt (exact, case-sensitive).
+template <class E>
+constexpr std::optional<E> parse_enum(std::string_view name) {
+  for (const auto& [value, candidate] : enum_names(E{}))
+    if (candidate == name) return value;
+  return std::nullopt;
+}
+
+// The accepted names for error messages: "auto, text, tokens".
+template <class E>
+std::string enum_choices() {
+  std::string out;
+  for (const auto& [value, name] : enum_names(E{})) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+}  // namespace mixtrain::config

@@ -1,0 +1,30 @@
+// Why: a job spec names its data as a file path or a built-in corpus
+// ("builtin:demo"); this turns either into tokens that are known to fit
+// the model's vocabulary, so no bad token reaches an embedding lookup.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "engine/data/token_file.h"
+
+namespace mixtrain {
+
+// Loads `source` (a path, opened beneath `data_root` when one is given, or
+// kDemoCorpusSource) as tokens. Built-in corpora are text: format must be
+// kAuto or kText for them. Throws EngineError(kInvalidArgument) naming the
+// source for any load_token_file error, an unknown "builtin:" name, or a
+// token >= vocab_size (naming the first such token and its position).
+// Requires 0 < vocab_size <= 65536.
+TokenBuffer load_token_source(const std::string& source, config::DataFormat format,
+                              int64_t vocab_size,
+                              const std::optional<std::filesystem::path>& data_root = std::nullopt);
+
+// Throws EngineError(kInvalidArgument) naming `source`, the first token
+// >= vocab_size and its position, if there is one.
+void check_tokens_fit_vocab(const TokenBuffer& tokens, int64_t vocab_size,
+                            const std::string& source);
+
+}  // namespace mixtrain

@@ -1,0 +1,72 @@
+// Why: the memory of one GPT forward/backward, allocated once per batch
+// shape (B,T) and reused every step. GptActivations holds what the forward
+// writes and the backward reads (compute dtype; LayerNorm mean/rstd and the
+// per-position losses fp32); GptActivationGrads holds the backward's
+// scratch gradients, allocated only when a backward runs. Both count as
+// MemoryCategory::kActivations.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/model/gpt_config.h"
+
+namespace mixtrain {
+
+// The saved tensors of one transformer block; x is the block's input
+// residual (the previous block's residual3, or the embeddings).
+struct BlockActivations {
+  Tensor ln1;        // (B,T,C)  ln_1(x)
+  Tensor ln1_mean;   // (B,T)    fp32
+  Tensor ln1_rstd;   // (B,T)    fp32
+  Tensor qkv;        // (B,T,3C) c_attn(ln1)
+  Tensor att;        // (B,NH,T,T) softmax probabilities
+  Tensor atty;       // (B,T,C)  attention output before c_proj
+  Tensor residual2;  // (B,T,C)  x + attn.c_proj(atty)
+  Tensor ln2;        // (B,T,C)  ln_2(residual2)
+  Tensor ln2_mean;   // (B,T)    fp32
+  Tensor ln2_rstd;   // (B,T)    fp32
+  Tensor fch;        // (B,T,4C) c_fc(ln2)
+  Tensor fch_gelu;   // (B,T,4C) gelu(fch)
+  Tensor residual3;  // (B,T,C)  residual2 + mlp.c_proj(fch_gelu)
+};
+
+struct GptActivations {
+  // Allocates every tensor for batches of shape (batch, seq) and fills
+  // `positions`; dtype is the compute dtype.
+  GptActivations(Backend& backend, const GptConfig& config, DType dtype, int64_t batch,
+                 int64_t seq);
+
+  int64_t batch;
+  int64_t seq;
+  Tensor tokens;     // (B*T) int32, the model's copy of the input ids
+  Tensor targets;    // (B*T) int32, the model's copy of the targets
+  Tensor positions;  // (B*T) int32, t for row (b,t): wpe's ids
+  Tensor encoded;    // (B,T,C)  wte[tokens] + wpe[positions]
+  std::vector<BlockActivations> blocks;
+  Tensor projection;  // (B,T,C) c_proj outputs before the residual add; not kept for backward
+  Tensor lnf;        // (B,T,C)
+  Tensor lnf_mean;   // (B,T) fp32
+  Tensor lnf_rstd;   // (B,T) fp32
+  Tensor logits;     // (B,T,V); the backward overwrites it with dlogits
+  Tensor losses;     // (B*T) fp32 per-position cross-entropy
+};
+
+struct GptActivationGrads {
+  // Allocates the scratch gradients for batches of shape (batch, seq).
+  GptActivationGrads(Backend& backend, const GptConfig& config, DType dtype, int64_t batch,
+                     int64_t seq);
+
+  int64_t batch;
+  int64_t seq;
+  Tensor residual;  // (B,T,C)  gradient of the residual stream
+  Tensor btc;       // (B,T,C)  gradient of a LayerNorm output or of atty
+  Tensor fch_gelu;  // (B,T,4C) gradient of fch_gelu
+  Tensor fch;       // (B,T,4C) gradient of fch
+  // (B,T,3C) gradient of qkv; shares fch_gelu's memory, which is dead by
+  // the time the attention backward runs.
+  Tensor qkv;
+};
+
+}  // namespace mixtrain
