@@ -3,7 +3,8 @@
 wrong way. Reads every quoted #include of the product code and fails,
 naming file, line and rule, when one breaks the layering (README,
 "Layout"): the engine includes nothing outside engine/ and each engine
-module only the modules it builds on; the shared libraries (proto/,
+module only the modules it builds on (the DEPENDS of its
+mixtrain_engine_module() in CMake, followed transitively); the shared libraries (proto/,
 jobspec/, net/, launch/) only what lies below them; a binary's folder
 (client/, server/, worker/) no other binary's folder; and every include is
 written with its folder from the repository root.
@@ -17,22 +18,32 @@ import re
 import sys
 import tempfile
 
-# What each engine module builds on, directly; a module may include these
-# and, transitively, what they build on.
-ENGINE_MODULES = {
-    "common": [],
-    "numerics": ["common"],
-    "backend": ["common", "numerics"],
-    "config": ["common", "numerics"],
-    "comm": ["backend"],
-    "checkpoint": ["backend"],
-    "data": ["config"],
-    "amp": ["backend", "config"],
-    "optim": ["backend"],
-    "model": ["backend", "config", "checkpoint"],
-    "zero": ["comm", "model", "optim"],
-    "train": ["amp", "data", "zero"],
-}
+# mixtrain_engine_module(name [DEPENDS module...] SOURCES ...) in an engine
+# module's CMakeLists: the CMake target graph the includes must follow.
+MODULE_CALL = re.compile(r"mixtrain_engine_module\(\s*(\w+)([^)]*)\)")
+
+
+def engine_modules(root):
+    """{module: [modules it declares it builds on]} from engine/*/CMakeLists.txt."""
+    modules = {}
+    engine = os.path.join(root, "engine")
+    for name in sorted(os.listdir(engine)):
+        cmake = os.path.join(engine, name, "CMakeLists.txt")
+        if not os.path.isfile(cmake):
+            continue
+        with open(cmake, encoding="utf-8") as f:
+            for m in MODULE_CALL.finditer(f.read()):
+                words = m.group(2).split()
+                deps = []
+                if "DEPENDS" in words:
+                    for word in words[words.index("DEPENDS") + 1:]:
+                        if word == "SOURCES":
+                            break
+                        deps.append(word)
+                modules[m.group(1)] = deps
+    return modules
+
+
 # The folders outside the engine and what each may include besides itself.
 FOLDERS = {
     "proto": [],
@@ -49,28 +60,29 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 GENERATED = {"proto/mixtrain.pb.h", "proto/mixtrain.grpc.pb.h"}
 
 
-def closure(module):
+def closure(modules, module):
     seen, todo = set(), [module]
     while todo:
-        for dep in ENGINE_MODULES[todo.pop()]:
+        for dep in modules.get(todo.pop(), []):
             if dep not in seen:
                 seen.add(dep)
                 todo.append(dep)
     return seen
 
 
-def allowed(source, target):
-    """None when `source` (a path from the root) may include `target`, else why not."""
+def allowed(modules, source, target):
+    """None when `source` (a path from the root) may include `target`, else
+    why not; `modules` is engine_modules()."""
     src, dst = source.split("/"), target.split("/")
     if src[0] == "engine":
         if dst[0] != "engine":
             return "the engine includes nothing outside engine/"
         module, dep = src[1], dst[1]
-        if module not in ENGINE_MODULES or dep not in ENGINE_MODULES:
-            return "engine/%s or engine/%s is not a module listed in %s" % (
-                module, dep, os.path.basename(__file__))
-        if dep != module and dep not in closure(module):
-            return "engine/%s does not build on engine/%s" % (module, dep)
+        for name in (module, dep):
+            if name not in modules:
+                return "engine/%s declares no mixtrain_engine_module() in its CMakeLists" % name
+        if dep != module and dep not in closure(modules, module):
+            return "engine/%s does not declare it builds on engine/%s (DEPENDS)" % (module, dep)
         return None
     if dst[0] == src[0] or dst[0] in FOLDERS[src[0]]:
         return None
@@ -80,6 +92,7 @@ def allowed(source, target):
 
 def violations(root):
     found = []
+    modules = engine_modules(root)
     for top in ["engine"] + list(FOLDERS):
         for folder, _, files in os.walk(os.path.join(root, top)):
             for name in sorted(files):
@@ -100,7 +113,7 @@ def violations(root):
                         elif target.split("/")[0] not in ["engine"] + list(FOLDERS):
                             found.append(where + "not a product folder")
                         else:
-                            why = allowed(source, target)
+                            why = allowed(modules, source, target)
                             if why:
                                 found.append(where + why)
     return found
@@ -121,6 +134,9 @@ def self_test():
         "worker/h.h": '#include "net/j.h"\n',
         "net/j.h": "",
         "server/i2.h": "",
+        "engine/common/CMakeLists.txt": "mixtrain_engine_module(common SOURCES f.cc)\n",
+        "engine/numerics/CMakeLists.txt": "mixtrain_engine_module(numerics DEPENDS common SOURCES\n  c.cc\n)\n",
+        "engine/backend/CMakeLists.txt": "mixtrain_engine_module(backend DEPENDS numerics SOURCES d.cc)\n",
     }
     with tempfile.TemporaryDirectory() as root:
         for path, text in {**planted, **clean}.items():
