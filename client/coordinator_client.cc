@@ -72,4 +72,8 @@ bool is_transient(grpc::StatusCode code) {
          code == grpc::StatusCode::ABORTED;
 }
 
+net::Backoff reconnect_backoff(std::chrono::seconds give_up_after) {
+  return net::Backoff(std::chrono::milliseconds(500), std::chrono::seconds(5), give_up_after);
+}
+
 }  // namespace mixtrain::cli

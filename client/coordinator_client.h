@@ -15,6 +15,7 @@
 #include <absl/status/statusor.h>
 #include "proto/mixtrain.grpc.pb.h"
 #include "client/output_format.h"
+#include "net/backoff.h"
 
 namespace mixtrain::cli {
 
@@ -85,5 +86,9 @@ class CoordinatorClient {
 // True for the codes a broken connection shows (the coordinator is
 // restarting or the network dropped): retrying may succeed.
 bool is_transient(grpc::StatusCode code);
+
+// How `submit --follow`, `local` and `logs -f` pace their reconnects to a
+// lost coordinator: 0.5 s doubling to 5 s, giving up after give_up_after.
+net::Backoff reconnect_backoff(std::chrono::seconds give_up_after);
 
 }  // namespace mixtrain::cli

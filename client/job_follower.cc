@@ -8,7 +8,6 @@
 
 #include "client/job_view.h"
 #include "launch/progress_printer.h"
-#include "net/reconnect_backoff.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -171,12 +170,12 @@ FollowResult follow_job(CoordinatorClient& client, const std::string& id,
     return result;
   };
   bool use_watch = true;
-  ReconnectBackoff backoff(options.give_up_after);
+  net::Backoff backoff = reconnect_backoff(options.give_up_after);
   while (!result.job || !is_final(result.job->state())) {
     const Reading reading = use_watch ? watch(client, id, watcher, result.job, options)
                                       : poll(client, id, watcher, result.job);
     if (!reading.stop_reason.empty()) return stop(reading.stop_reason);
-    if (reading.heard) backoff.heard();
+    if (reading.heard) backoff.reset();
     if (result.job && is_final(result.job->state())) break;
     const grpc::StatusCode code = reading.status.error_code();
     if (use_watch && code == grpc::StatusCode::UNIMPLEMENTED) {
@@ -190,8 +189,8 @@ FollowResult follow_job(CoordinatorClient& client, const std::string& id,
                      reading.status.error_message() + "), reconnecting");
         watcher.note_next_update("reconnected to the coordinator at " + client.address());
       }
-      const std::optional<Clock::duration> next =
-          is_transient(code) ? backoff.next_wait() : std::nullopt;
+      const std::optional<net::Backoff::Duration> next =
+          is_transient(code) ? backoff.next() : std::nullopt;
       if (!next) {
         watcher.finish();
         result.exit_code = client.report(reading.status, id, err);

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "net/reconnect_backoff.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -31,7 +30,7 @@ int run_logs_command(CoordinatorClient& client, const LogsCommandArgs& args, Out
   request.set_id(args.id);
   request.set_follow(args.follow);
   request.set_tail_lines(args.tail);
-  ReconnectBackoff backoff(std::chrono::minutes(5));
+  net::Backoff backoff = reconnect_backoff(std::chrono::minutes(5));
   while (true) {
     grpc::ClientContext context;
     client.prepare_stream(context);
@@ -39,7 +38,7 @@ int run_logs_command(CoordinatorClient& client, const LogsCommandArgs& args, Out
         client.jobs().StreamLogs(&context, request);
     v1::LogLine line;
     while (reader->Read(&line)) {
-      backoff.heard();
+      backoff.reset();
       print_line(line, format, out);
       request.set_after_seq(line.seq());
     }
@@ -50,8 +49,7 @@ int run_logs_command(CoordinatorClient& client, const LogsCommandArgs& args, Out
       err << "mixtrain: lost the coordinator at " << client.address() << " ("
           << status.error_message() << "), reconnecting\n";
     }
-    const std::optional<ReconnectBackoff::Clock::duration> wait =
-        retry ? backoff.next_wait() : std::nullopt;
+    const std::optional<net::Backoff::Duration> wait = retry ? backoff.next() : std::nullopt;
     if (!wait) return client.report(status, args.id, err);
     std::this_thread::sleep_for(*wait);
   }

@@ -3,12 +3,18 @@
 
 #include <algorithm>
 
-namespace mixtrain::worker {
+namespace mixtrain::net {
 
-std::chrono::milliseconds Backoff::next() {
-  const std::chrono::milliseconds delay = next_;
+std::optional<Backoff::Duration> Backoff::next() {
+  const Clock::time_point now = Clock::now();
+  if (!failing_) {
+    failing_ = true;
+    failing_since_ = now;
+  }
+  if (give_up_after_ && now - failing_since_ > *give_up_after_) return std::nullopt;
+  const Duration delay = next_;
   next_ = std::min(cap_, next_ * 2);
   return delay;
 }
 
-}  // namespace mixtrain::worker
+}  // namespace mixtrain::net

@@ -235,7 +235,7 @@ absl::Status Agent::run() {
       options_.connection.address);
   std::thread heartbeats([this] { heartbeat_loop(); });
   std::thread fence([this] { fence_loop(); });
-  Backoff backoff;
+  net::Backoff backoff;
   bool outage_reported = false;
   absl::Status refused;
   while (true) {
@@ -261,7 +261,7 @@ absl::Status Agent::run() {
               status.error_message() + "; retrying");
           outage_reported = true;
         }
-        sleep(backoff.next());
+        sleep(backoff.next().value());
         continue;
       }
       outage_reported = false;
@@ -289,7 +289,7 @@ absl::Status Agent::run() {
           status.error_message() + "; reconnecting");
       outage_reported = true;
     }
-    sleep(backoff.next());
+    sleep(backoff.next().value());
   }
   heartbeats.join();
   fence.join();

@@ -27,7 +27,7 @@ constexpr milliseconds kCallTimeout{10000};
 // with backoff in between; returns the last status.
 template <typename Attempt>
 grpc::Status retry_unavailable(Clock::time_point deadline, Attempt attempt) {
-  Backoff backoff;
+  net::Backoff backoff;
   while (true) {
     const auto remaining = std::max(
         milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
@@ -36,7 +36,7 @@ grpc::Status retry_unavailable(Clock::time_point deadline, Attempt attempt) {
         status.error_code() != grpc::StatusCode::NOT_FOUND) {
       return status;
     }
-    const milliseconds delay = backoff.next();
+    const milliseconds delay = backoff.next().value();
     if (Clock::now() + delay >= deadline) return status;
     std::this_thread::sleep_for(delay);
   }

@@ -202,7 +202,7 @@ grpc::Status Reporter::send(const Call& call, bool& counted) {
 }
 
 void Reporter::run() {
-  Backoff backoff;
+  net::Backoff backoff;
   mu_.Lock();
   while (!stopping_) {
     std::optional<Call> call;
@@ -244,7 +244,7 @@ void Reporter::run() {
       on_unknown_worker_();
       mu_.Lock();
     }
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(backoff.next()));
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(backoff.next().value()));
   }
   mu_.Unlock();
 }

@@ -10,7 +10,6 @@
 #include "client/coordinator_client.h"
 #include "client/job_view.h"
 #include "client/logs_command.h"
-#include "net/reconnect_backoff.h"
 #include "client/text_table.h"
 
 namespace mixtrain::cli {
@@ -151,27 +150,15 @@ TEST(TextTableTest, TrimCellCutsLongAndMultiLineText) {
   EXPECT_EQ(trim_cell("first line\nsecond", 40), "first line...");
 }
 
-TEST(ReconnectBackoffTest, DoublesToFiveSecondsAndResetsWhenHeard) {
-  ReconnectBackoff backoff(std::chrono::seconds(60));
-  EXPECT_TRUE(backoff.connected());
+TEST(ReconnectBackoffTest, DoublesFromHalfASecondToFiveAndGivesUpAfterTheLimit) {
+  net::Backoff backoff = reconnect_backoff(std::chrono::seconds(60));
   std::vector<int64_t> waits;
-  for (int i = 0; i < 6; ++i) {
-    waits.push_back(
-        std::chrono::duration_cast<std::chrono::milliseconds>(*backoff.next_wait()).count());
-  }
+  for (int i = 0; i < 6; ++i) waits.push_back(backoff.next().value().count());
   EXPECT_EQ(waits, (std::vector<int64_t>{500, 1000, 2000, 4000, 5000, 5000}));
-  EXPECT_FALSE(backoff.connected());
-  backoff.heard();
-  EXPECT_TRUE(backoff.connected());
-  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(*backoff.next_wait()).count(),
-            500);
-}
-
-TEST(ReconnectBackoffTest, GivesUpAfterTheLimit) {
-  ReconnectBackoff backoff(std::chrono::seconds(0));
-  ASSERT_TRUE(backoff.next_wait().has_value());  // the first loss starts the clock
+  net::Backoff brief = reconnect_backoff(std::chrono::seconds(0));
+  ASSERT_TRUE(brief.next().has_value());  // the first loss starts the clock
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_FALSE(backoff.next_wait().has_value());
+  EXPECT_FALSE(brief.next().has_value());
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "cluster_fixture.h"
-#include "http_get.h"
+#include "net/http_get.h"
 
 namespace mixtrain::server {
 namespace {

@@ -1,12 +1,11 @@
 // Why: the small pieces the agent is built from, each with a contract of
-// its own: backoff delays, line splitting of child output, the child's
+// its own: line splitting of child output, the child's
 // report lines and the task launch surviving their round trip, reading
 // MemTotal, the Progress totals, and the backend choice.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include "net/backoff.h"
 #include "worker/child_messages.h"
 #include "engine/common/usable_cores.h"
 #include "worker/line_splitter.h"
@@ -17,17 +16,6 @@
 
 namespace mixtrain::worker {
 namespace {
-
-using std::chrono::milliseconds;
-
-TEST(BackoffTest, DoublesUpToTheCapAndResets) {
-  Backoff backoff(milliseconds(100), milliseconds(2000));
-  std::vector<int64_t> delays;
-  for (int i = 0; i < 7; ++i) delays.push_back(backoff.next().count());
-  EXPECT_EQ(delays, (std::vector<int64_t>{100, 200, 400, 800, 1600, 2000, 2000}));
-  backoff.reset();
-  EXPECT_EQ(backoff.next().count(), 100);
-}
 
 TEST(LineSplitterTest, JoinsChunksAndCutsLongLines) {
   std::vector<std::string> lines;

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "http_get.h"
+#include "net/http_get.h"
 
 namespace mixtrain::server {
 namespace {
