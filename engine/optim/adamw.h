@@ -24,22 +24,13 @@ struct AdamWParam {
   bool decay = true; // false: weight_decay 0 for this parameter
 };
 
-struct AdamWHyper {
-  float lr = 1e-3f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;  // decoupled, for parameters with decay = true
-};
-
-// One AdamW step on every parameter: Backend::adamw_update with
-// hyper's values, weight_decay 0 where decay is false, `step` (1-based, for
-// bias correction) and grad_scale (each gradient is multiplied by it first:
-// 1/loss_scale times the clip coefficient). Throws
+// One AdamW step on every parameter: Backend::adamw_update with config
+// (its step is 1-based, for bias correction; its grad_scale multiplies
+// each gradient first: 1/loss_scale times the clip coefficient), its
+// weight_decay only where decay is true. Throws
 // EngineError(kInvalidArgument) unless lr, eps and weight_decay are finite
 // and >= 0, betas are in [0, 1), step >= 1 and grad_scale is finite; a
 // parameter's shape or dtype error names its index in `params`.
-void adamw_step(Backend& backend, std::span<const AdamWParam> params, const AdamWHyper& hyper,
-                int64_t step, float grad_scale);
+void adamw_step(Backend& backend, std::span<const AdamWParam> params, const AdamWConfig& config);
 
 }  // namespace mixtrain

@@ -56,8 +56,8 @@ LrScheduleConfig lr_config(const config::TrainSpec& train) {
   return LrScheduleConfig{train.lr, train.min_lr, train.warmup_steps, train.steps};
 }
 
-AdamWHyper adamw_hyper(const config::TrainSpec& train) {
-  AdamWHyper out;
+AdamWConfig adamw_config(const config::TrainSpec& train) {
+  AdamWConfig out;
   out.lr = static_cast<float>(train.lr);
   out.beta1 = static_cast<float>(train.betas[0]);
   out.beta2 = static_cast<float>(train.betas[1]);
@@ -83,7 +83,7 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
       sampler_(data_.train, sampler_config(spec_, options_.comm)),
       lr_schedule_(lr_config(spec_.train)),
       scaler_(loss_scaler_config(spec_.precision)),
-      adamw_hyper_(adamw_hyper(spec_.train)),
+      adamw_config_(adamw_config(spec_.train)),
       zero_(backend_, gpt_, options_.comm, zero_settings(spec_.zero)) {
   // Every rank evaluates the same batches (stage 3 needs every rank in
   // each gather), so the eval stream ignores the rank.

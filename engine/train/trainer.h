@@ -157,7 +157,7 @@ class Trainer {
   std::optional<EvalBatchStream> eval_stream_;  // unset when train.eval_batches is 0
   LrSchedule lr_schedule_;
   LossScaler scaler_;
-  AdamWHyper adamw_hyper_;
+  AdamWConfig adamw_config_;
   std::vector<std::string> parameter_names_;  // layout order, for overflow messages
 
   ZeroEngine zero_;

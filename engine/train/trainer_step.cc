@@ -51,9 +51,11 @@ StepProgress Trainer::train_step() {
   } else {
     const GradClip clipped = clip(scale);
     progress.grad_norm = clipped.norm;
-    AdamWHyper hyper = adamw_hyper_;
-    hyper.lr = static_cast<float>(progress.lr);
-    zero_.optimizer_step(hyper, state_.optimizer_steps + 1, clipped.coefficient / scale);
+    AdamWConfig adamw = adamw_config_;
+    adamw.lr = static_cast<float>(progress.lr);
+    adamw.step = state_.optimizer_steps + 1;
+    adamw.grad_scale = clipped.coefficient / scale;
+    zero_.optimizer_step(adamw);
     state_.optimizer_steps += 1;
   }
   backend_.synchronize();

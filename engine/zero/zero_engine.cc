@@ -441,17 +441,17 @@ std::vector<AdamWParam> ZeroEngine::adam_params(size_t first, size_t end, const 
   return params;
 }
 
-void ZeroEngine::optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale) {
+void ZeroEngine::optimizer_step(const AdamWConfig& config) {
   if (host_ops_) {
-    host_optimizer_step(hyper, step, grad_scale);
+    host_optimizer_step(config);
   } else {
     adamw_step(backend_, adam_params(0, optimizer_partition_.segments().size(), Tensor(), Tensor()),
-               hyper, step, grad_scale);
+               config);
   }
   if (settings_.stage == 1 || settings_.stage == 2) gather_weights();
 }
 
-void ZeroEngine::host_optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale) {
+void ZeroEngine::host_optimizer_step(const AdamWConfig& config) {
   // Each unit's owned gradients go to the host on the transfer stream once
   // backward's work is done; the CPU updates unit u while unit u+1's
   // gradients and unit u-1's weights are on the way.
@@ -471,8 +471,7 @@ void ZeroEngine::host_optimizer_step(const AdamWHyper& hyper, int64_t step, floa
   for (size_t u = 0; u < shards.size(); ++u) {
     arrived[u]->wait();
     const auto [first, end] = unit_segments_[u];
-    adamw_step(*host_ops_, adam_params(first, end, host_grads_, host_weights_), hyper, step,
-               grad_scale);
+    adamw_step(*host_ops_, adam_params(first, end, host_grads_, host_weights_), config);
     const UnitShard& shard = shards[u];
     backend_.copy(params_.view(working_is_partition ? shard.partition_offset : shard.flat_offset,
                                {shard.numel}),

@@ -118,9 +118,9 @@ class ZeroEngine {
   double gradient_norm(float loss_scale);
   // `value` reduced over the ranks (fp32; one rank: itself).
   float all_reduce_scalar(float value, ReduceOp op);
-  // AdamW on this rank's partition with every gradient multiplied by
-  // grad_scale, then the updated working weights on every rank.
-  void optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale);
+  // AdamW (adamw_step) on this rank's partition, then the updated working
+  // weights on every rank.
+  void optimizer_step(const AdamWConfig& config);
 
  private:
   class Weights;
@@ -144,7 +144,7 @@ class ZeroEngine {
   std::vector<AdamWParam> adam_params(size_t first, size_t end, const Tensor& grads,
                                       const Tensor& working) const;
   // optimizer_step with master and moments offloaded to the host pool.
-  void host_optimizer_step(const AdamWHyper& hyper, int64_t step, float grad_scale);
+  void host_optimizer_step(const AdamWConfig& config);
   // Tensor of `numel` elements in a pool.
   Tensor allocate(int64_t numel, DType dtype, MemoryCategory category, bool host = false);
   // The views of the owned gradients, one per owned parameter segment.

@@ -141,7 +141,9 @@ class RankTraining {
   // The optimizer step of the gradients backward left, scaled by `scale`;
   // returns the gathered master weights.
   std::vector<float> step(float scale) {
-    engine_.optimizer_step(AdamWHyper{}, 1, 1.0f / scale);
+    AdamWConfig adamw;
+    adamw.grad_scale = 1.0f / scale;
+    engine_.optimizer_step(adamw);
     return engine_.gather(ZeroEngine::State::kMaster);
   }
 

@@ -114,7 +114,7 @@ std::vector<float> train_losses(Backend& backend, const GptConfig& config,
   LossScalerConfig scaler_config;
   scaler_config.mode = mode;
   LossScaler scaler(scaler_config);
-  const AdamWHyper hyper{3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f};
+  AdamWConfig hyper{3e-3f, 0.9f, 0.95f, 1e-8f, 0.0f};
   std::vector<float> losses;
   int64_t applied = 0;
   for (int step = 1; step <= steps; ++step) {
@@ -124,7 +124,9 @@ std::vector<float> train_losses(Backend& backend, const GptConfig& config,
     gpt.backward(params, grads, kLossWeight * scale);
     const bool overflow = backend.unscale_and_check(std::span<const Tensor>(&grads, 1), 1.0f).found;
     if (scaler.update(overflow, step).skip) continue;
-    adamw_step(backend, adam, hyper, ++applied, 1.0f / scale);
+    hyper.step = ++applied;
+    hyper.grad_scale = 1.0f / scale;
+    adamw_step(backend, adam, hyper);
   }
   losses.push_back(gpt.forward(params, tokens, targets));
   return losses;

@@ -94,13 +94,13 @@ int run(const char* input_path) {
   in.expect("steps");
   const int64_t steps = in.integer();
   in.expect("hyper");
-  AdamWHyper hyper;
+  AdamWConfig hyper;
   hyper.lr = in.number();
   hyper.beta1 = in.number();
   hyper.beta2 = in.number();
   hyper.eps = in.number();
   hyper.weight_decay = in.number();
-  const float grad_scale = in.number();
+  hyper.grad_scale = in.number();
   in.expect("params");
   const int64_t count = in.integer();
   std::vector<ParityParam> params(static_cast<size_t>(count));
@@ -128,7 +128,8 @@ int run(const char* input_path) {
   for (const ParityParam& p : params) step_params.push_back(p.tensors);
   for (int64_t s = 0; s < steps; ++s) {
     for (size_t i = 0; i < params.size(); ++i) step_params[i].grad = params[i].grads[s];
-    adamw_step(*backend, step_params, hyper, s + 1, grad_scale);
+    hyper.step = s + 1;
+    adamw_step(*backend, step_params, hyper);
   }
   for (const AdamWParam& p : step_params) {
     print_values(*backend, "master", p.master);

@@ -2,6 +2,7 @@
 // the right per-parameter weight decay, step and gradient scale (the
 // update's arithmetic itself is compared with torch.optim.AdamW by the
 // adamw_torch_parity test), and reject bad hyperparameters by name.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,8 @@
 
 namespace mixtrain {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr int64_t kNumel = 37;
 
@@ -53,8 +56,8 @@ TEST(AdamWStepTest, AppliesWeightDecayOnlyWhereAsked) {
   auto backend = make_backend("cpu");
   const std::vector<float> weights = ramp(-1.0f, 0.05f);
   const std::vector<float> grad = ramp(2.0f, -0.1f);
-  const AdamWHyper hyper{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
-  const float grad_scale = 1.0f / 1024.0f;
+  AdamWConfig hyper{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  hyper.grad_scale = 1.0f / 1024.0f;
   std::vector<AdamWParam> params = {make_param(*backend, weights, grad, true),
                                     make_param(*backend, weights, grad, false)};
   // The same updates made directly on the backend.
@@ -65,9 +68,10 @@ TEST(AdamWStepTest, AppliesWeightDecayOnlyWhereAsked) {
   config.beta1 = hyper.beta1;
   config.beta2 = hyper.beta2;
   config.eps = hyper.eps;
-  config.grad_scale = grad_scale;
+  config.grad_scale = hyper.grad_scale;
   for (int64_t step = 1; step <= 3; ++step) {
-    adamw_step(*backend, params, hyper, step, grad_scale);
+    hyper.step = step;
+    adamw_step(*backend, params, hyper);
     config.step = step;
     config.weight_decay = hyper.weight_decay;
     backend->adamw_update(want_decay.master, want_decay.m, want_decay.v, want_decay.grad,
@@ -88,7 +92,7 @@ TEST(AdamWStepTest, WritesTheComputeCopyWhenGiven) {
   auto backend = make_backend("cpu");
   std::vector<AdamWParam> params = {make_param(*backend, ramp(0.5f, 0.01f), ramp(1.0f, 0.0f), true)};
   params[0].param_out = backend->empty({kNumel}, DType::kBF16, MemoryCategory::kParams);
-  adamw_step(*backend, params, AdamWHyper{}, 1, 1.0f);
+  adamw_step(*backend, params, AdamWConfig{});
   Tensor want = backend->empty({kNumel}, DType::kBF16, MemoryCategory::kWorkspace);
   backend->cast(want, params[0].master);
   Tensor got_f32 = backend->empty({kNumel}, DType::kF32, MemoryCategory::kWorkspace);
@@ -104,7 +108,7 @@ TEST(AdamWStepTest, ShapeErrorNamesTheParameter) {
                                     make_param(*backend, ramp(0.0f, 1.0f), ramp(0.0f, 1.0f), true)};
   params[1].v = backend->zeros({kNumel + 1}, DType::kF32, MemoryCategory::kOptimizerState);
   try {
-    adamw_step(*backend, params, AdamWHyper{}, 1, 1.0f);
+    adamw_step(*backend, params, AdamWConfig{});
     FAIL() << "no error";
   } catch (const EngineError& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
@@ -115,24 +119,25 @@ TEST(AdamWStepTest, ShapeErrorNamesTheParameter) {
 TEST(AdamWStepTest, RejectsBadHyperparameters) {
   auto backend = make_backend("cpu");
   const std::vector<AdamWParam> none;
-  const auto error_of = [&](AdamWHyper hyper, int64_t step, float grad_scale) -> std::string {
+  // The error of a step whose config `bad` changed from the defaults.
+  const auto error_of = [&](auto bad) -> std::string {
+    AdamWConfig config;
+    bad(config);
     try {
-      adamw_step(*backend, none, hyper, step, grad_scale);
+      adamw_step(*backend, none, config);
     } catch (const EngineError& error) {
       return error.what();
     }
     return "";
   };
-  EXPECT_EQ(error_of(AdamWHyper{}, 1, 1.0f), "");
-  EXPECT_NE(error_of(AdamWHyper{-1e-3f}, 1, 1.0f).find("lr"), std::string::npos);
-  EXPECT_NE(error_of(AdamWHyper{1e-3f, 1.0f}, 1, 1.0f).find("beta1"), std::string::npos);
-  EXPECT_NE(error_of(AdamWHyper{1e-3f, 0.9f, -0.1f}, 1, 1.0f).find("beta2"), std::string::npos);
-  EXPECT_NE(error_of(AdamWHyper{1e-3f, 0.9f, 0.99f, -1.0f}, 1, 1.0f).find("eps"),
-            std::string::npos);
-  EXPECT_NE(error_of(AdamWHyper{1e-3f, 0.9f, 0.99f, 1e-8f, -0.1f}, 1, 1.0f).find("weight_decay"),
-            std::string::npos);
-  EXPECT_NE(error_of(AdamWHyper{}, 0, 1.0f).find("step"), std::string::npos);
-  EXPECT_NE(error_of(AdamWHyper{}, 1, INFINITY).find("grad_scale"), std::string::npos);
+  EXPECT_EQ(error_of([](AdamWConfig&) {}), "");
+  EXPECT_THAT(error_of([](AdamWConfig& c) { c.lr = -1e-3f; }), HasSubstr("lr"));
+  EXPECT_THAT(error_of([](AdamWConfig& c) { c.beta1 = 1.0f; }), HasSubstr("beta1"));
+  EXPECT_THAT(error_of([](AdamWConfig& c) { c.beta2 = -0.1f; }), HasSubstr("beta2"));
+  EXPECT_THAT(error_of([](AdamWConfig& c) { c.eps = -1.0f; }), HasSubstr("eps"));
+  EXPECT_THAT(error_of([](AdamWConfig& c) { c.weight_decay = -0.1f; }), HasSubstr("weight_decay"));
+  EXPECT_THAT(error_of([](AdamWConfig& c) { c.step = 0; }), HasSubstr("step"));
+  EXPECT_THAT(error_of([](AdamWConfig& c) { c.grad_scale = INFINITY; }), HasSubstr("grad_scale"));
 }
 
 }  // namespace
