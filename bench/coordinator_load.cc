@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     std::cerr << "coordinator_load: the coordinator did not start:\n" << read_file(log);
     exit_code = 1;
   } else {
-    auto channel = mixtrain::cli::make_coordinator_channel("127.0.0.1:" + std::to_string(port));
+    auto channel = mixtrain::net::make_coordinator_channel("127.0.0.1:" + std::to_string(port));
     auto stub = mixtrain::v1::JobService::NewStub(*channel);
     std::mutex mu;
     std::vector<double> latencies_ms;
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
           request.set_spec_yaml(kSpec);
           mixtrain::v1::SubmitJobResponse response;
           grpc::ClientContext context;
-          mixtrain::cli::prepare_call(context, kToken, std::chrono::seconds(30));
+          mixtrain::net::prepare_call(context, kToken, std::chrono::seconds(30));
           const auto begin = Clock::now();
           const grpc::Status status = stub->SubmitJob(&context, request, &response);
           const double ms = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
             cancel.set_id(response.id());
             mixtrain::v1::Job job;
             grpc::ClientContext cancel_context;
-            mixtrain::cli::prepare_call(cancel_context, kToken, std::chrono::seconds(30));
+            mixtrain::net::prepare_call(cancel_context, kToken, std::chrono::seconds(30));
             cancelled = stub->CancelJob(&cancel_context, cancel, &job).ok();
           }
           std::lock_guard lock(mu);
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
 
     mixtrain::v1::ListJobsResponse listed;
     grpc::ClientContext context;
-    mixtrain::cli::prepare_call(context, kToken, std::chrono::seconds(30));
+    mixtrain::net::prepare_call(context, kToken, std::chrono::seconds(30));
     const grpc::Status status = stub->ListJobs(&context, {}, &listed);
     std::map<std::string, int> recorded;
     std::map<int, int> by_state;

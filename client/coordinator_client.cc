@@ -6,16 +6,16 @@
 namespace mixtrain::cli {
 
 absl::StatusOr<CoordinatorClient> CoordinatorClient::connect(const ServiceOptions& options) {
-  ChannelOptions channel_options;
+  net::ChannelOptions channel_options;
   channel_options.tls_ca_file = options.tls_ca;
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      make_coordinator_channel(options.coordinator, channel_options);
+      net::make_coordinator_channel(options.coordinator, channel_options);
   if (!channel.ok()) return channel.status();
   return CoordinatorClient(options.coordinator, options.token, v1::JobService::NewStub(*channel));
 }
 
 void CoordinatorClient::prepare_unary(grpc::ClientContext& context) const {
-  prepare_call(context, token_, kUnaryTimeout);
+  net::prepare_call(context, token_, kUnaryTimeout);
 }
 
 grpc::Status CoordinatorClient::get_job(const std::string& id, v1::Job& job) {
@@ -25,7 +25,7 @@ grpc::Status CoordinatorClient::get_job(const std::string& id, v1::Job& job) {
 }
 
 void CoordinatorClient::prepare_stream(grpc::ClientContext& context) const {
-  prepare_stream_call(context, token_);
+  net::prepare_stream_call(context, token_);
 }
 
 int CoordinatorClient::report(const grpc::Status& status, std::string_view job_id,

@@ -55,7 +55,7 @@ class JobWatcher {
   void finish() { printer_.finish(); }
 
  private:
-  ProgressPrinter printer_;
+  launch::ProgressPrinter printer_;
   TrainerProgress progress_;
   v1::JobState state_ = v1::JOB_STATE_UNSPECIFIED;
   int32_t attempt_ = -1;

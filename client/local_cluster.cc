@@ -85,7 +85,7 @@ std::filesystem::path make_state_dir(const std::filesystem::path& requested, std
   return pattern;
 }
 
-std::string describe(const std::string& name, const EndedChild& ended,
+std::string describe(const std::string& name, const launch::EndedChild& ended,
                      const std::filesystem::path& log) {
   std::string how = ended.signal != 0 ? "was killed by signal " + std::to_string(ended.signal)
                                       : "exited with code " + std::to_string(ended.exit_code);
@@ -115,7 +115,7 @@ std::unique_ptr<LocalCluster> LocalCluster::start(const LocalClusterOptions& opt
       !write_secret(join_file, random_token(), err)) {
     return nullptr;
   }
-  const std::vector<std::string> env = child_environment({}, {});
+  const std::vector<std::string> env = launch::child_environment({}, {});
   if (!cluster->spawn("coordinator", coordinator,
                       {"--listen", "127.0.0.1:0", "--http", options.http_listen, "--db",
                        (state_dir / "mixtrain.db").string(), "--auth-token-file",
@@ -127,7 +127,7 @@ std::unique_ptr<LocalCluster> LocalCluster::start(const LocalClusterOptions& opt
     return nullptr;
   }
   const std::vector<std::string> worker_env =
-      child_environment(shared_cores_environment(options.workers), {});
+      launch::child_environment(launch::shared_cores_environment(options.workers), {});
   for (int i = 1; i <= options.workers; ++i) {
     if (!cluster->spawn("worker " + std::to_string(i), worker,
                         {"--coordinator", cluster->address_, "--join-token-file",
@@ -146,7 +146,8 @@ bool LocalCluster::spawn(const std::string& name, const std::string& binary,
   argv.insert(argv.end(), args.begin(), args.end());
   Child child{name, -1, state_dir_ / log_name};
   std::string error;
-  child.pid = spawn_child(binary, argv, env, {child.log.string(), child.log.string()}, error);
+  child.pid =
+      launch::spawn_child(binary, argv, env, {child.log.string(), child.log.string()}, error);
   if (child.pid < 0) {
     err << "mixtrain local: cannot start the " << name << " (" << binary << "): " << error << "\n";
     return false;
@@ -188,7 +189,7 @@ std::string LocalCluster::exited_process() {
   std::lock_guard lock(mu_);
   for (Child& child : children_) {
     if (child.reaped) continue;
-    const EndedChild ended = wait_child(child.pid, Clock::now());
+    const launch::EndedChild ended = launch::wait_child(child.pid, Clock::now());
     if (ended.pid < 0) continue;
     child.reaped = true;
     return describe(child.name, ended, child.log);
@@ -204,9 +205,9 @@ void LocalCluster::stop() {
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(5);
   for (Child& child : children_) {
     if (child.reaped) continue;
-    if (wait_child(child.pid, deadline).pid < 0) {
+    if (launch::wait_child(child.pid, deadline).pid < 0) {
       kill(child.pid, SIGKILL);
-      wait_child(child.pid, Clock::time_point::max());
+      launch::wait_child(child.pid, Clock::time_point::max());
     }
     child.reaped = true;
   }

@@ -123,12 +123,12 @@ int run_local_command(const LocalCommandArgs& args, OutputFormat format, bool te
                       std::ostream& out, std::ostream& err) {
   std::ostream& info = format == OutputFormat::kJson ? err : out;
   const std::filesystem::path spec_path = std::filesystem::absolute(args.spec_path);
-  JobSpecOptions spec_options;
+  jobspec::JobSpecOptions spec_options;
   spec_options.check_files = true;
   spec_options.base_dir = spec_path.parent_path();
-  const JobSpecResult loaded = load_job_spec_file(args.spec_path, spec_options);
+  const jobspec::JobSpecResult loaded = jobspec::load_job_spec_file(args.spec_path, spec_options);
   if (!loaded.ok()) {
-    for (const JobSpecError& error : loaded.errors) err << error.to_string() << "\n";
+    for (const jobspec::JobSpecError& error : loaded.errors) err << error.to_string() << "\n";
     return kExitUsage;
   }
   const int needed = static_cast<int>(loaded.spec->resources.workers);
@@ -138,7 +138,8 @@ int run_local_command(const LocalCommandArgs& args, OutputFormat format, bool te
         << " workers (resources.workers), --workers starts " << workers << "\n";
     return kExitUsage;
   }
-  if (args.summary_json && !summary_path_usable(*args.summary_json, kWho, err)) return kExitUsage;
+  if (args.summary_json && !launch::summary_path_usable(*args.summary_json, kWho, err))
+    return kExitUsage;
 
   SignalWatcher signals;
   LocalClusterOptions cluster_options;
@@ -184,7 +185,7 @@ int run_local_command(const LocalCommandArgs& args, OutputFormat format, bool te
   const nlohmann::ordered_json summary =
       followed.job ? parse_summary(followed.job->summary_json()) : nullptr;
   if (args.summary_json && !summary.is_null() &&
-      !write_summary_file(*args.summary_json, summary.dump(2), kWho, err)) {
+      !launch::write_summary_file(*args.summary_json, summary.dump(2), kWho, err)) {
     code = kExitJobFailed;
   }
   if (code == kExitOk && !keep_checkpoints(*cluster, *followed.job, info, err)) {

@@ -36,7 +36,7 @@ void print_outcome(const TrainSummary& summary, const std::filesystem::path& che
 // This process's place in a data-parallel group: the store and the
 // communicator of a rank started by run_local_ranks.
 struct RankGroup {
-  RankEnvironment env;
+  launch::RankEnvironment env;
   std::unique_ptr<TcpStoreClient> store;
   std::unique_ptr<Communicator> comm;
 };
@@ -77,16 +77,17 @@ std::optional<CheckpointInfo> intact_checkpoint_past(const std::filesystem::path
 
 int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream& out,
                       std::ostream& err) {
-  JobSpecOptions options;
+  jobspec::JobSpecOptions options;
   options.overrides = args.overrides;
   options.check_files = true;
-  const JobSpecResult loaded = load_job_spec_file(args.spec_path, options);
+  const jobspec::JobSpecResult loaded = jobspec::load_job_spec_file(args.spec_path, options);
   if (!loaded.ok()) {
-    for (const JobSpecError& error : loaded.errors) err << error.to_string() << "\n";
+    for (const jobspec::JobSpecError& error : loaded.errors) err << error.to_string() << "\n";
     return 2;
   }
   const config::JobSpec& spec = *loaded.spec;
-  if (args.summary_json && !summary_path_usable(*args.summary_json, "mixtrain train", err)) {
+  if (args.summary_json &&
+      !launch::summary_path_usable(*args.summary_json, "mixtrain train", err)) {
     return 2;  // found now, not after the whole run
   }
   if (!args.resume) {
@@ -107,8 +108,8 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
   }
   RankGroup group;
   try {
-    const std::optional<RankEnvironment> env = rank_environment();
-    if (!env && world_size > 1) return run_local_ranks(args.argv, world_size, err);
+    const std::optional<launch::RankEnvironment> env = launch::rank_environment();
+    if (!env && world_size > 1) return launch::run_local_ranks(args.argv, world_size, err);
     if (env) group.env = *env;
   } catch (const EngineError& e) {
     err << "mixtrain train: " << e.what() << "\n";
@@ -127,7 +128,7 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     return 2;
   }
 
-  ProgressPrinter printer(out, terminal && leader);
+  launch::ProgressPrinter printer(out, terminal && leader);
   TrainerOptions trainer_options;
   if (leader) trainer_options.progress = printer.callbacks();
   if (args.resume) trainer_options.resume_dir = *args.resume;
@@ -163,14 +164,14 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
   }
 
-  auto [summary, exit_code] = run_trainer(*trainer, printer, "mixtrain train" + who, err);
+  auto [summary, exit_code] = launch::run_trainer(*trainer, printer, "mixtrain train" + who, err);
   if (group.store) exchange_rank_summaries(group, summary, err);
   if (!leader) return exit_code;
   print_outcome(summary, trainer->checkpoint_dir(), out);
   if (args.summary_json &&
-      !write_summary_file(*args.summary_json,
-                          nlohmann::ordered_json::parse(summary.to_json().dump()).dump(2),
-                          "mixtrain train", err)) {
+      !launch::write_summary_file(*args.summary_json,
+                                  nlohmann::ordered_json::parse(summary.to_json().dump()).dump(2),
+                                  "mixtrain train", err)) {
     exit_code = 1;
   }
   return exit_code;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -48,4 +48,4 @@ std::optional<std::string_view> closest_key(std::string_view typed,
   return best;
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

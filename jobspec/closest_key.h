@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 
 // The candidate nearest to `typed` by optimal-string-alignment distance
 // (insert, delete, substitute, swap two neighbours), or nullopt when even
@@ -15,4 +15,4 @@ namespace mixtrain::cli {
 std::optional<std::string_view> closest_key(std::string_view typed,
                                             std::span<const std::string_view> candidates);
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

@@ -8,7 +8,7 @@
 #include <limits>
 #include <optional>
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 using config::JobSpec;
@@ -238,4 +238,4 @@ std::string describe_yaml_value(const YAML::Node& value) {
   return "'" + value.Scalar() + "'";
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

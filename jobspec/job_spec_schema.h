@@ -12,7 +12,7 @@
 
 #include "engine/config/job_spec.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 
 // Converts `value` to the key's type and stores it in `spec`. Returns an
 // empty string on success, else what is wrong ("expected an integer, got
@@ -51,4 +51,4 @@ const JobSpecSchema& job_spec_schema();
 // the YAML value a user wrote.
 std::string describe_yaml_value(const YAML::Node& value);
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

@@ -15,7 +15,7 @@
 #include "jobspec/closest_key.h"
 #include "jobspec/job_spec_schema.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 std::string join_keys(const std::vector<std::string_view>& keys) {
@@ -258,4 +258,4 @@ JobSpecResult load_job_spec_file(const std::filesystem::path& path, const JobSpe
   return parse_job_spec(text.str(), path.string(), options);
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

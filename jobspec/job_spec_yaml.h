@@ -12,7 +12,7 @@
 
 #include "engine/config/job_spec.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 
 struct JobSpecError {
   std::string location;  // "demo.yaml:7", or "--set train.steps=0" for an override
@@ -55,4 +55,4 @@ JobSpecResult parse_job_spec(std::string_view yaml_text, std::string_view source
 JobSpecResult load_job_spec_file(const std::filesystem::path& path,
                                  const JobSpecOptions& options = {});
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

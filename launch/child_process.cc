@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 std::vector<std::string> child_environment(const std::vector<std::string>& first,
                                            const std::vector<std::string_view>& drop_prefixes) {
@@ -78,4 +78,4 @@ EndedChild wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline)
   }
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

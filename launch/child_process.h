@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 // Where a child's output goes; an empty path keeps this process's stream.
 struct ChildOutput {
@@ -46,4 +46,4 @@ struct EndedChild {
 // Reaps child `pid` (-1: any child) once it ends, polling until `deadline`.
 EndedChild wait_child(pid_t pid, std::chrono::steady_clock::time_point deadline);
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

@@ -13,7 +13,7 @@
 #include "engine/comm/tcp_store.h"
 #include "engine/common/error.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 namespace {
 
 constexpr const char* kRankVar = "MIXTRAIN_RANK";
@@ -120,4 +120,4 @@ int run_local_ranks(const std::vector<std::string>& argv, int world_size, std::o
   return exit_code;
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

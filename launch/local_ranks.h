@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 // What a rank process learns from its launcher.
 struct RankEnvironment {
@@ -39,4 +39,4 @@ std::chrono::milliseconds collective_timeout();
 // gets cores / world_size OpenMP threads.
 int run_local_ranks(const std::vector<std::string>& argv, int world_size, std::ostream& err);
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 namespace {
 
 // "1h02m", "3m07s", "42s".
@@ -77,4 +77,4 @@ void ProgressPrinter::finish() {
   line_open_ = false;
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

@@ -8,7 +8,7 @@
 
 #include "engine/train/progress.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 class ProgressPrinter {
  public:
@@ -34,4 +34,4 @@ class ProgressPrinter {
   std::chrono::steady_clock::time_point start_;
 };
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

@@ -1,7 +1,7 @@
 // Why: see run_trainer.h.
 #include "launch/run_trainer.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 RunOutcome run_trainer(Trainer& trainer, ProgressPrinter& printer, const std::string& who,
                        std::ostream& err) {
@@ -18,4 +18,4 @@ RunOutcome run_trainer(Trainer& trainer, ProgressPrinter& printer, const std::st
   return out;
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

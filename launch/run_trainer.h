@@ -10,7 +10,7 @@
 #include "launch/progress_printer.h"
 #include "engine/train/trainer.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 struct RunOutcome {
   TrainSummary summary;
@@ -23,4 +23,4 @@ struct RunOutcome {
 RunOutcome run_trainer(Trainer& trainer, ProgressPrinter& printer, const std::string& who,
                        std::ostream& err);
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 bool summary_path_usable(const std::string& path, const std::string& who, std::ostream& err) {
   std::error_code error;
@@ -35,4 +35,4 @@ bool write_summary_file(const std::string& path, const std::string& json_text,
   return true;
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

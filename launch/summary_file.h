@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-namespace mixtrain::cli {
+namespace mixtrain::launch {
 
 // True when FILE's directory exists; otherwise prints "<who>: cannot write
 // --summary-json FILE: no directory D" to `err` and returns false.
@@ -17,4 +17,4 @@ bool summary_path_usable(const std::string& path, const std::string& who, std::o
 bool write_summary_file(const std::string& path, const std::string& json_text,
                         const std::string& who, std::ostream& err);
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::launch

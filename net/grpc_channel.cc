@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace mixtrain::cli {
+namespace mixtrain::net {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> make_coordinator_channel(
     const std::string& address, const ChannelOptions& options) {
@@ -48,4 +48,4 @@ void prepare_stream_call(grpc::ClientContext& context, const std::string& token)
   if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
 }
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::net

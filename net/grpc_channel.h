@@ -12,7 +12,7 @@
 
 #include <absl/status/statusor.h>
 
-namespace mixtrain::cli {
+namespace mixtrain::net {
 
 struct ChannelOptions {
   std::string tls_ca_file;  // PEM CA that signed the coordinator's certificate; empty: plaintext
@@ -34,4 +34,4 @@ void prepare_call(grpc::ClientContext& context, const std::string& token,
 // sets only the bearer token; the channel's keepalive notices a dead peer.
 void prepare_stream_call(grpc::ClientContext& context, const std::string& token);
 
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::net

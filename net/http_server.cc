@@ -1,10 +1,7 @@
 // Why: see http_server.h.
 #include "net/http_server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,11 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <deque>
 #include <vector>
 
-namespace mixtrain::server {
+#include "engine/comm/socket_io.h"
+#include "engine/common/error.h"
+
+namespace mixtrain::net {
 namespace {
 
 constexpr size_t kMaxRequestBytes = 16 * 1024;
@@ -47,31 +46,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(
     const std::string& listen, std::map<std::string, HttpHandler> routes) {
   absl::StatusOr<std::pair<std::string, int>> host_port = split_host_port(listen, "HTTP address");
   if (!host_port.ok()) return host_port.status();
-  std::string host = host_port->first;
-  if (host.empty()) host = "0.0.0.0";
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(host_port->second).c_str(), &hints, &found) != 0 ||
-      found == nullptr) {
-    return absl::InvalidArgumentError("HTTP address: cannot resolve \"" + host + "\"");
-  }
+  const std::string host = host_port->first.empty() ? "0.0.0.0" : host_port->first;
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(routes)));
-  server->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int on = 1;
-  setsockopt(server->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  const bool bound = server->listen_fd_ >= 0 &&
-                     bind(server->listen_fd_, found->ai_addr, found->ai_addrlen) == 0 &&
-                     ::listen(server->listen_fd_, 64) == 0;
-  const std::string why = std::strerror(errno);
-  freeaddrinfo(found);
-  if (!bound) return absl::UnavailableError("cannot listen on " + listen + ": " + why);
-  sockaddr_in address{};
-  socklen_t length = sizeof(address);
-  getsockname(server->listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
-  server->port_ = ntohs(address.sin_port);
+  try {
+    server->listen_fd_ = listen_tcp(host, host_port->second, &server->port_);
+  } catch (const EngineError& error) {
+    return absl::UnavailableError(std::string("HTTP address: ") + error.what());
+  }
   if (pipe2(server->wake_fds_, O_CLOEXEC) != 0) {
     return absl::UnavailableError("cannot listen on " + listen + ": no pipe");
   }
@@ -85,7 +66,7 @@ HttpServer::~HttpServer() {
     [[maybe_unused]] const ssize_t written = write(wake_fds_[1], &byte, 1);
     thread_.join();
   }
-  for (int fd : {listen_fd_, wake_fds_[0], wake_fds_[1]}) {
+  for (int fd : wake_fds_) {
     if (fd >= 0) close(fd);
   }
 }
@@ -109,7 +90,7 @@ void HttpServer::serve() {
       if (over) close(c.fd);
       return over;
     });
-    fds.assign({{listen_fd_, POLLIN, 0}, {wake_fds_[0], POLLIN, 0}});
+    fds.assign({{listen_fd_.get(), POLLIN, 0}, {wake_fds_[0], POLLIN, 0}});
     int timeout_ms = -1;
     for (const Connection& c : connections) {
       fds.push_back({c.fd, short(c.response.empty() ? POLLIN : POLLOUT), 0});
@@ -146,7 +127,7 @@ void HttpServer::serve() {
       }
     }
     if ((fds[0].revents & POLLIN) == 0) continue;
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    const int fd = accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;
     if (connections.size() >= kMaxConnections) {  // room for the newcomer
       const auto unanswered = std::find_if(connections.begin(), connections.end(),
@@ -188,4 +169,4 @@ std::string HttpServer::respond(const std::string& request) const {
          "\r\nConnection: close\r\n\r\n" + (head_only ? std::string() : response.body);
 }
 
-}  // namespace mixtrain::server
+}  // namespace mixtrain::net

@@ -19,9 +19,10 @@
 #include <thread>
 
 #include <absl/status/statusor.h>
+#include "engine/common/unique_fd.h"
 #include "net/net_address.h"
 
-namespace mixtrain::server {
+namespace mixtrain::net {
 
 struct HttpResponse {
   int status = 200;
@@ -56,10 +57,10 @@ class HttpServer {
   std::string respond(const std::string& request) const;
 
   const std::map<std::string, HttpHandler> routes_;
-  int listen_fd_ = -1;
+  UniqueFd listen_fd_;
   int wake_fds_[2] = {-1, -1};  // a byte in wake_fds_[1] ends serve()
   int port_ = 0;
   std::thread thread_;
 };
 
-}  // namespace mixtrain::server
+}  // namespace mixtrain::net

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <memory>
 
-namespace mixtrain::server {
+namespace mixtrain::net {
 namespace {
 
 // The numeric form of `address` (IPv4 or IPv6); "" for another family.
@@ -195,4 +195,4 @@ std::string grpc_peer_host(const std::string& peer) {
   return host_port.ok() ? host_port->first : "";
 }
 
-}  // namespace mixtrain::server
+}  // namespace mixtrain::net

@@ -12,7 +12,7 @@
 
 #include <absl/status/statusor.h>
 
-namespace mixtrain::server {
+namespace mixtrain::net {
 
 // "HOST:PORT" (or "[V6]:PORT") split into its parts, brackets removed;
 // INVALID_ARGUMENT naming `what` when it is not one.
@@ -54,4 +54,4 @@ absl::Status check_reachable_from_other_hosts(const std::string& what, const std
 // "ipv6:[::1]:5123"); "" for other kinds (unix sockets).
 std::string grpc_peer_host(const std::string& peer);
 
-}  // namespace mixtrain::server
+}  // namespace mixtrain::net

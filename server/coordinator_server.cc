@@ -55,9 +55,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
   CoordinatorServer& c = *coordinator;
   c.store_->set_listener(&c.watchers_);
 
-  absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::start(options.http_listen, {{"/metrics", [&c] { return c.metrics_page(); }},
-                                              {"/sd/workers", [&c] { return c.workers_page(); }}});
+  absl::StatusOr<std::unique_ptr<net::HttpServer>> http = net::HttpServer::start(
+      options.http_listen, {{"/metrics", [&c] { return c.metrics_page(); }},
+                            {"/sd/workers", [&c] { return c.workers_page(); }}});
   if (!http.ok()) return http.status();
   c.http_ = std::move(*http);
   if (absl::Status started = c.scheduler_.start(); !started.ok()) return started;
@@ -111,7 +111,7 @@ void CoordinatorServer::shutdown() {
   });
 }
 
-HttpResponse CoordinatorServer::metrics_page() {
+net::HttpResponse CoordinatorServer::metrics_page() {
   std::map<v1::JobState, int> jobs;
   if (const absl::StatusOr<std::vector<JobRecord>> all = store_->list_jobs(); all.ok()) {
     for (const JobRecord& job : *all) ++jobs[job.state];
@@ -121,7 +121,7 @@ HttpResponse CoordinatorServer::metrics_page() {
   return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(jobs, workers)};
 }
 
-HttpResponse CoordinatorServer::workers_page() {
+net::HttpResponse CoordinatorServer::workers_page() {
   nlohmann::json targets = nlohmann::json::array();
   for (const v1::Worker& worker : scheduler_.list_workers()) {
     if (worker.state() == v1::WORKER_STATE_LOST || worker.metrics_address().empty()) continue;

@@ -69,8 +69,8 @@ class CoordinatorServer {
   CoordinatorServer(std::unique_ptr<JobStore> store, const CoordinatorOptions& options,
                     const std::filesystem::path& data_root,
                     const std::filesystem::path& checkpoint_root);
-  HttpResponse metrics_page();
-  HttpResponse workers_page();
+  net::HttpResponse metrics_page();
+  net::HttpResponse workers_page();
 
   std::unique_ptr<JobStore> store_;
   CoordinatorMetrics metrics_;
@@ -81,7 +81,7 @@ class CoordinatorServer {
   JobServiceImpl job_service_;
   WorkerServiceImpl worker_service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<net::HttpServer> http_;
   int port_ = 0;
   std::once_flag shut_down_;
 };

@@ -31,9 +31,9 @@ grpc::Status reply_job(const absl::StatusOr<JobRecord>& record, v1::Job& respons
 grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
                                     v1::SubmitJobResponse& response) {
   const std::string source = request.source_name().empty() ? "job.yaml" : request.source_name();
-  const cli::JobSpecResult parsed = cli::parse_job_spec(request.spec_yaml(), source);
+  const jobspec::JobSpecResult parsed = jobspec::parse_job_spec(request.spec_yaml(), source);
   std::vector<std::string> problems;
-  for (const cli::JobSpecError& error : parsed.errors) problems.push_back(error.to_string());
+  for (const jobspec::JobSpecError& error : parsed.errors) problems.push_back(error.to_string());
   if (parsed.ok()) {
     for (const std::string& problem : check_spec_paths(*parsed.spec, data_root_)) {
       problems.push_back(source + ": " + problem);

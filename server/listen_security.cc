@@ -23,9 +23,9 @@ absl::StatusOr<std::string> check_listen_security(const std::string& listen, boo
             "register workers, publish scrape targets in /sd/workers and write rendezvous keys";
   }
   const absl::StatusOr<std::pair<std::string, int>> host_port =
-      split_host_port(listen, "--listen");
+      net::split_host_port(listen, "--listen");
   if (!host_port.ok()) return host_port.status();
-  const bool loopback = !loopback_resolution(host_port->first).empty();
+  const bool loopback = !net::loopback_resolution(host_port->first).empty();
   if (!loopback && !insecure) {
     return absl::InvalidArgumentError(
         "refusing to serve on " + listen + " without " + missing +

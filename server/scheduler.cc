@@ -149,7 +149,7 @@ void Scheduler::run() {
 
 absl::StatusOr<Scheduler::Needs> Scheduler::needs_locked(const JobRecord& job) {
   if (const auto cached = needs_.find(job.id); cached != needs_.end()) return cached->second;
-  const cli::JobSpecResult parsed = cli::parse_job_spec(job.spec_yaml, "job.yaml");
+  const jobspec::JobSpecResult parsed = jobspec::parse_job_spec(job.spec_yaml, "job.yaml");
   if (!parsed.ok()) {
     return absl::InvalidArgumentError("the stored spec no longer parses: " +
                                       parsed.errors.front().to_string());

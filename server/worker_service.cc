@@ -59,16 +59,16 @@ std::string worker_secret(const grpc::CallbackServerContext& context) {
 // that resolve to loopback when the worker calls from another host: its
 // peers (or Prometheus) would connect to their own host instead.
 grpc::Status check_addresses(const std::string& peer, v1::RegisterRequest& request) {
-  const std::string caller = grpc_peer_host(peer);
+  const std::string caller = net::grpc_peer_host(peer);
   if (request.data_address().empty()) request.set_data_address(caller);
-  absl::Status status = check_reachable_from_other_hosts(
-      "the data address", request.data_address(), caller, kDataAddressFix);
+  absl::Status status = net::check_reachable_from_other_hosts(
+      "the data address", request.data_address(), caller, net::kDataAddressFix);
   if (!status.ok() || request.metrics_address().empty()) return to_grpc(status);
   const absl::StatusOr<std::pair<std::string, int>> metrics =
-      split_host_port(request.metrics_address(), "metrics address");
+      net::split_host_port(request.metrics_address(), "metrics address");
   if (!metrics.ok()) return to_grpc(metrics.status());
-  return to_grpc(check_reachable_from_other_hosts("the metrics address host", metrics->first,
-                                                  caller, kMetricsAddressFix));
+  return to_grpc(net::check_reachable_from_other_hosts("the metrics address host", metrics->first,
+                                                       caller, net::kMetricsAddressFix));
 }
 
 }  // namespace

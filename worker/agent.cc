@@ -46,7 +46,8 @@ std::string task_name(const v1::Task& task) {
 // loss-scale alerts compare against); nullopt otherwise, or when the spec
 // does not parse, which the task's own process then reports.
 std::optional<double> dynamic_min_loss_scale(const v1::Task& task) {
-  const cli::JobSpecResult loaded = cli::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml");
+  const jobspec::JobSpecResult loaded =
+      jobspec::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml");
   if (!loaded.ok()) return std::nullopt;
   const config::PrecisionSpec& precision = loaded.spec->precision;
   if (config::effective_loss_scale(precision) != config::LossScaleMode::kDynamic)
@@ -73,10 +74,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::create(AgentOptions options, std::
   const std::string listen = options.metrics_listen;
   std::unique_ptr<Agent> agent(new Agent(std::move(options), log, std::move(*connection)));
   Agent* self = agent.get();
-  absl::StatusOr<std::unique_ptr<server::HttpServer>> http = server::HttpServer::start(
+  absl::StatusOr<std::unique_ptr<net::HttpServer>> http = net::HttpServer::start(
       listen, {{"/metrics", [self] {
-                  return server::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
-                                              self->metrics_.render()};
+                  return net::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8",
+                                           self->metrics_.render()};
                 }}});
   if (!http.ok()) return http.status();
   agent->http_ = std::move(*http);
@@ -143,7 +144,7 @@ std::vector<v1::RunningTask> Agent::listed_tasks() {
 
 absl::StatusOr<std::pair<std::string, std::string>> Agent::data_endpoint() const {
   if (!options_.data_iface.empty()) {
-    const absl::StatusOr<std::string> address = server::interface_address(options_.data_iface);
+    const absl::StatusOr<std::string> address = net::interface_address(options_.data_iface);
     if (!address.ok()) {
       return absl::InvalidArgumentError("--data-iface: " + std::string(address.status().message()));
     }
@@ -152,11 +153,11 @@ absl::StatusOr<std::pair<std::string, std::string>> Agent::data_endpoint() const
   std::string address = options_.data_address;
   if (address.empty()) {
     const absl::StatusOr<std::string> routed =
-        server::route_source_address(options_.connection.address);
+        net::route_source_address(options_.connection.address);
     if (!routed.ok()) return routed.status();
     address = *routed;
   }
-  return std::make_pair(address, server::interface_holding(address));
+  return std::make_pair(address, net::interface_holding(address));
 }
 
 grpc::Status Agent::register_worker() {
@@ -172,13 +173,13 @@ grpc::Status Agent::register_worker() {
   // What this host's own resolver makes of the names (Debian maps the
   // hostname to 127.0.1.1): refused here, before the coordinator sees it.
   if (const absl::StatusOr<std::string> seen_from =
-          server::route_source_address(options_.connection.address);
+          net::route_source_address(options_.connection.address);
       seen_from.ok()) {
-    absl::Status reachable = server::check_reachable_from_other_hosts(
-        "the data address", data_address, *seen_from, server::kDataAddressFix);
+    absl::Status reachable = net::check_reachable_from_other_hosts(
+        "the data address", data_address, *seen_from, net::kDataAddressFix);
     if (reachable.ok()) {
-      reachable = server::check_reachable_from_other_hosts("the metrics address host", host,
-                                                           *seen_from, server::kMetricsAddressFix);
+      reachable = net::check_reachable_from_other_hosts("the metrics address host", host,
+                                                        *seen_from, net::kMetricsAddressFix);
     }
     if (!reachable.ok()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(reachable.message()));

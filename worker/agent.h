@@ -101,7 +101,7 @@ class Agent {
   const v1::Resources resources_;
   const std::string hostname_;
   WorkerMetrics metrics_;
-  std::unique_ptr<server::HttpServer> http_;  // serves metrics_
+  std::unique_ptr<net::HttpServer> http_;  // serves metrics_
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -86,17 +86,17 @@ int run_task_child(std::istream& in) {
               << "\n";
     return 2;
   }
-  cli::JobSpecOptions spec_options;
+  jobspec::JobSpecOptions spec_options;
   spec_options.check_files = true;
-  const cli::JobSpecResult loaded =
-      cli::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml", spec_options);
+  const jobspec::JobSpecResult loaded =
+      jobspec::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml", spec_options);
   if (!loaded.ok()) {
-    for (const cli::JobSpecError& e : loaded.errors) std::cerr << e.to_string() << "\n";
+    for (const jobspec::JobSpecError& e : loaded.errors) std::cerr << e.to_string() << "\n";
     return 2;
   }
   const config::JobSpec& spec = *loaded.spec;
 
-  cli::ProgressPrinter printer(std::cout, /*terminal=*/false);
+  launch::ProgressPrinter printer(std::cout, /*terminal=*/false);
   std::unique_ptr<Backend> backend;
   std::unique_ptr<WorkerConnection> connection;
   std::unique_ptr<GrpcStore> store;
@@ -113,7 +113,7 @@ int run_task_child(std::istream& in) {
           WorkerConnection::open(launch->connection);
       if (!opened.ok()) throw EngineError(ErrorCode::kInvalidArgument, opened.status().ToString());
       connection = std::move(*opened);
-      const std::chrono::milliseconds timeout = cli::collective_timeout();
+      const std::chrono::milliseconds timeout = launch::collective_timeout();
       store = std::make_unique<GrpcStore>(*connection, task.rendezvous_scope(), timeout);
       CommOptions comm_options;
       comm_options.timeout = timeout;
@@ -159,7 +159,8 @@ int run_task_child(std::istream& in) {
     return 1;
   }
 
-  const cli::RunOutcome outcome = cli::run_trainer(*trainer, printer, "training failed", std::cerr);
+  const launch::RunOutcome outcome =
+      launch::run_trainer(*trainer, printer, "training failed", std::cerr);
   report(encode_summary(outcome.summary));
   return outcome.exit_code;
 }

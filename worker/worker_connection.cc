@@ -8,7 +8,7 @@ namespace mixtrain::worker {
 absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::open(
     const ConnectionOptions& options) {
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      cli::make_coordinator_channel(options.address, options.channel);
+      net::make_coordinator_channel(options.address, options.channel);
   if (!channel.ok()) return channel.status();
   return std::unique_ptr<WorkerConnection>(
       new WorkerConnection(v1::WorkerService::NewStub(*channel), options));
@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<WorkerConnection>> WorkerConnection::open(
 
 void WorkerConnection::prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout) {
   absl::MutexLock lock(&mu_);
-  cli::prepare_call(context, options_.join_token, timeout);
+  net::prepare_call(context, options_.join_token, timeout);
   if (!options_.worker_secret.empty()) {
     context.AddMetadata(v1::kWorkerSecretHeader, options_.worker_secret);
   }

@@ -19,7 +19,7 @@ namespace mixtrain::worker {
 
 struct ConnectionOptions {
   std::string address;  // the coordinator's HOST:PORT
-  cli::ChannelOptions channel;
+  net::ChannelOptions channel;
   std::string join_token;  // empty: no authorization header
   // Who calls, once registered (RegisterResponse): the id calls name and
   // the secret that proves it; empty before.

@@ -47,7 +47,7 @@ def engine_modules(root):
 # The folders outside the engine and what each may include besides itself.
 FOLDERS = {
     "proto": [],
-    "net": [],
+    "net": ["engine"],
     "jobspec": ["engine"],
     "launch": ["engine"],
     "client": ["engine", "proto", "jobspec", "net", "launch"],
@@ -123,7 +123,7 @@ def self_test():
     planted = {
         "engine/common/a.h": '#include "server/b.h"\n',          # engine reaching out
         "engine/numerics/c.h": '#include "engine/backend/d.h"\n',  # module reaching up
-        "net/e.h": '#include "engine/common/f.h"\n',              # shared lib reaching up
+        "net/e.h": '#include "launch/k.h"\n',                     # shared lib sideways
         "client/g.h": '#include "worker/h.h"\n',                   # leaf into leaf
         "server/i.h": '#include "i2.h"\n',                         # not from the root
     }
@@ -132,7 +132,8 @@ def self_test():
         "engine/common/f.h": "",
         "server/b.h": '#include "engine/backend/d.h"\n#include "proto/mixtrain.pb.h"\n',
         "worker/h.h": '#include "net/j.h"\n',
-        "net/j.h": "",
+        "net/j.h": '#include "engine/common/f.h"\n',
+        "launch/k.h": "",
         "server/i2.h": "",
         "engine/common/CMakeLists.txt": "mixtrain_engine_module(common SOURCES f.cc)\n",
         "engine/numerics/CMakeLists.txt": "mixtrain_engine_module(numerics DEPENDS common SOURCES\n  c.cc\n)\n",

@@ -10,7 +10,7 @@
 
 #include <string>
 
-namespace mixtrain::server::testing_support {
+namespace mixtrain::net::testing_support {
 
 // A socket connected to 127.0.0.1:`port`.
 inline int connect_to(int port) {
@@ -43,4 +43,4 @@ inline std::string http_body(int port, const std::string& path) {
   return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
-}  // namespace mixtrain::server::testing_support
+}  // namespace mixtrain::net::testing_support

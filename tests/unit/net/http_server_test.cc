@@ -18,7 +18,7 @@
 
 #include "net/http_get.h"
 
-namespace mixtrain::server {
+namespace mixtrain::net {
 namespace {
 
 using testing_support::connect_to;
@@ -102,4 +102,4 @@ TEST(HttpServer, ANewConnectionBeyondTheLimitDisplacesTheOldestUnanswered) {
 }
 
 }  // namespace
-}  // namespace mixtrain::server
+}  // namespace mixtrain::net

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-namespace mixtrain::server {
+namespace mixtrain::net {
 namespace {
 
 TEST(NetAddressTest, SplitsHostAndPortWithOrWithoutBrackets) {
@@ -59,4 +59,4 @@ TEST(NetAddressTest, FindsTheRouteAndTheInterfaceOfAnAddress) {
 }
 
 }  // namespace
-}  // namespace mixtrain::server
+}  // namespace mixtrain::net

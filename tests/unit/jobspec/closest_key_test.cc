@@ -6,7 +6,7 @@
 
 #include <array>
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 constexpr std::array<std::string_view, 5> kTrainKeys = {"steps", "micro_batch", "grad_accum", "lr",
@@ -28,4 +28,4 @@ TEST(ClosestKey, SuggestsNothingForUnrelatedKeys) {
 TEST(ClosestKey, ExactMatchWins) { EXPECT_EQ(closest_key("min_lr", kTrainKeys), "min_lr"); }
 
 }  // namespace
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

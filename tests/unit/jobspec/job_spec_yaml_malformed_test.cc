@@ -5,7 +5,7 @@
 
 #include "jobspec/job_spec_yaml.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 // Lines 1 and 2 of most cases; the mistake follows from line 3.
@@ -111,4 +111,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<MalformedCase>& info) { return info.param.label; });
 
 }  // namespace
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

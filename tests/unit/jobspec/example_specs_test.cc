@@ -6,7 +6,7 @@
 
 #include "jobspec/job_spec_yaml.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 const std::filesystem::path kSourceDir = MIXTRAIN_SOURCE_DIR;
@@ -54,4 +54,4 @@ TEST(ExampleSpecs, ShakespeareCharMatchesTheDesignModel) {
 }
 
 }  // namespace
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

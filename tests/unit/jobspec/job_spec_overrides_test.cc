@@ -5,7 +5,7 @@
 
 #include "jobspec/job_spec_yaml.h"
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 constexpr const char* kBase =
@@ -118,4 +118,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<BadOverride>& info) { return info.param.label; });
 
 }  // namespace
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec

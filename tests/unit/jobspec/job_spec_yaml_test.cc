@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace mixtrain::cli {
+namespace mixtrain::jobspec {
 namespace {
 
 using config::JobSpec;
@@ -138,4 +138,4 @@ TEST(LoadJobSpecFile, MissingFileIsOneError) {
 }
 
 }  // namespace
-}  // namespace mixtrain::cli
+}  // namespace mixtrain::jobspec
