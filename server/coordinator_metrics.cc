@@ -52,7 +52,7 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
       .Set(1);
 }
 
-std::string CoordinatorMetrics::render(const std::map<v1::JobState, int>& jobs,
+std::string CoordinatorMetrics::render(const std::map<v1::JobState, int64_t>& jobs,
                                        const std::map<v1::WorkerState, int>& workers) {
   for (int state = v1::JOB_STATE_QUEUED; state <= v1::JobState_MAX; ++state) {
     const auto count = jobs.find(v1::JobState(state));

@@ -31,7 +31,7 @@ class CoordinatorMetrics {
 
   // The Prometheus text exposition, with mixtrain_jobs{state} and
   // mixtrain_workers{state} set from these counts (missing states are 0).
-  std::string render(const std::map<v1::JobState, int>& jobs,
+  std::string render(const std::map<v1::JobState, int64_t>& jobs,
                      const std::map<v1::WorkerState, int>& workers);
 
  private:

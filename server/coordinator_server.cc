@@ -112,9 +112,10 @@ void CoordinatorServer::shutdown() {
 }
 
 net::HttpResponse CoordinatorServer::metrics_page() {
-  std::map<v1::JobState, int> jobs;
-  if (const absl::StatusOr<std::vector<JobRecord>> all = store_->list_jobs(); all.ok()) {
-    for (const JobRecord& job : *all) ++jobs[job.state];
+  std::map<v1::JobState, int64_t> jobs;
+  if (absl::StatusOr<std::map<v1::JobState, int64_t>> counted = store_->count_jobs_by_state();
+      counted.ok()) {
+    jobs = std::move(*counted);
   }
   std::map<v1::WorkerState, int> workers;
   for (const v1::Worker& worker : scheduler_.list_workers()) ++workers[worker.state()];

@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS jobs(
   id TEXT PRIMARY KEY, name TEXT NOT NULL, state INTEGER NOT NULL, spec_yaml TEXT NOT NULL,
   steps INTEGER NOT NULL, attempt INTEGER NOT NULL, message TEXT NOT NULL,
   created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS attempts(
   job_id TEXT NOT NULL REFERENCES jobs(id), attempt INTEGER NOT NULL,
   started_ms INTEGER NOT NULL, ended_ms INTEGER NOT NULL DEFAULT 0,
@@ -237,6 +238,28 @@ absl::StatusOr<std::vector<JobRecord>> JobStore::list_jobs() {
                    select_rows(*db_, std::string(kJobColumns) + "ORDER BY rowid", "", read_job));
   for (JobRecord& job : jobs) RETURN_IF_ERROR(fill_workers_locked(job));
   return jobs;
+}
+
+absl::StatusOr<std::vector<JobRecord>> JobStore::list_active_jobs() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(jobs, select_rows(*db_,
+                                     std::string(kJobColumns) + "WHERE state IN (" +
+                                         std::to_string(v1::JOB_STATE_QUEUED) + ", " +
+                                         std::to_string(v1::JOB_STATE_RUNNING) + ") ORDER BY rowid",
+                                     "", read_job));
+  for (JobRecord& job : jobs) RETURN_IF_ERROR(fill_workers_locked(job));
+  return jobs;
+}
+
+absl::StatusOr<std::map<v1::JobState, int64_t>> JobStore::count_jobs_by_state() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(rows, select_rows(*db_, "SELECT state, COUNT(*) FROM jobs GROUP BY state", "",
+                                     [](const SqliteStatement& row) {
+                                       return std::make_pair(
+                                           static_cast<v1::JobState>(row.column_int64(0)),
+                                           row.column_int64(1));
+                                     }));
+  return std::map<v1::JobState, int64_t>(rows.begin(), rows.end());
 }
 
 absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState to,

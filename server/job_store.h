@@ -5,16 +5,18 @@
 // keep no job state of their own.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <absl/base/thread_annotations.h>
-#include <absl/status/statusor.h>
-#include <absl/synchronization/mutex.h>
 #include "proto/mixtrain.pb.h"
 #include "server/sqlite_db.h"
 
@@ -97,6 +99,13 @@ class JobStore {
 
   // Every job, oldest first.
   absl::StatusOr<std::vector<JobRecord>> list_jobs();
+  // The QUEUED and RUNNING jobs, oldest first: what the scheduler looks at,
+  // read through an index on state, so its cost follows the queue and not
+  // the history.
+  absl::StatusOr<std::vector<JobRecord>> list_active_jobs();
+  // How many jobs are in each state (states without jobs absent): one
+  // query, for the metrics page.
+  absl::StatusOr<std::map<v1::JobState, int64_t>> count_jobs_by_state();
 
   // Moves the job to `to` and records the event, in one transaction. Legal:
   // QUEUED → RUNNING | CANCELLED; RUNNING → SUCCEEDED | FAILED | CANCELLED,

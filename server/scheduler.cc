@@ -7,13 +7,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "engine/backend/memory_tracker.h"
+#include "jobspec/job_spec_yaml.h"
+#include "proto/training_device.h"
 #include "server/ids.h"
 #include "server/job_proto.h"
-#include "jobspec/job_spec_yaml.h"
 #include "server/summary_merge.h"
-#include "proto/training_device.h"
 
 namespace mixtrain::server {
 namespace {
@@ -93,7 +94,7 @@ Scheduler::Scheduler(JobStore* store, RendezvousStore* rendezvous, TaskOutbox* o
       options_(std::move(options)) {}
 
 absl::Status Scheduler::start() {
-  absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_jobs();
+  absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_active_jobs();
   if (!jobs.ok()) return jobs.status();
   {
     absl::MutexLock lock(&mu_);
@@ -210,22 +211,25 @@ void Scheduler::tick_locked() {
   for (const std::string& job_id : ending) commit_ending_locked(job_id);
 }
 
+void Scheduler::forget_ended_jobs_locked(const std::vector<JobRecord>& active) {
+  std::set<std::string> ids;
+  for (const JobRecord& job : active) ids.insert(job.id);
+  const auto ended = [&](const auto& entry) { return !ids.contains(entry.first); };
+  std::erase_if(needs_, ended);
+  std::erase_if(last_failure_, ended);
+  std::erase_if(restart_at_ms_, ended);
+}
+
 void Scheduler::schedule_locked() {
-  const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_jobs();
+  const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_active_jobs();
   if (!jobs.ok()) return;
+  forget_ended_jobs_locked(*jobs);
   std::vector<WorkerEntry*> idle;
   for (WorkerEntry* worker : workers_.all()) {
     if (worker->worker.state() == v1::WORKER_STATE_IDLE) idle.push_back(worker);
   }
   for (const JobRecord& job : *jobs) {
-    if (job.state != v1::JOB_STATE_QUEUED) {
-      if (is_final_state(job.state)) {
-        needs_.erase(job.id);
-        last_failure_.erase(job.id);
-        restart_at_ms_.erase(job.id);
-      }
-      continue;
-    }
+    if (job.state != v1::JOB_STATE_QUEUED) continue;
     const absl::StatusOr<Needs> needs = needs_locked(job);
     if (!needs.ok()) {
       const std::string problem(needs.status().message());

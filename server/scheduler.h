@@ -137,6 +137,9 @@ class Scheduler {
   bool should_wake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return dirty_ || stopping_; }
   void tick_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void schedule_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops what is remembered of jobs no longer in `active` (they ended).
+  void forget_ended_jobs_locked(const std::vector<JobRecord>& active)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<Needs> needs_locked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void start_attempt_locked(const JobRecord& job, const Needs& needs,
                             const std::vector<WorkerEntry*>& workers)

@@ -57,6 +57,32 @@ TEST_F(JobStoreTest, NewJobIsQueuedAndListedInSubmissionOrder) {
   EXPECT_EQ((*jobs)[1].name, "second");
 }
 
+// The scheduler's view: only QUEUED and RUNNING jobs, oldest first, with
+// their workers; and the metrics page's counts per state.
+TEST_F(JobStoreTest, ActiveJobsAreTheQueuedAndRunningOnesAndCountsCoverEveryState) {
+  auto store = open_store();
+  const JobRecord done = create(*store, "done");
+  const JobRecord running = create(*store, "running");
+  const JobRecord cancelled = create(*store, "cancelled");
+  const JobRecord queued = create(*store, "queued");
+  move(*store, done.id, v1::JOB_STATE_RUNNING);
+  move(*store, done.id, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_TRUE(store->transition(running.id, v1::JOB_STATE_RUNNING, "", {.workers = {"w-a"}}).ok());
+  move(*store, cancelled.id, v1::JOB_STATE_CANCELLED);
+  const absl::StatusOr<std::vector<JobRecord>> active = store->list_active_jobs();
+  ASSERT_TRUE(active.ok()) << active.status();
+  ASSERT_EQ(active->size(), 2u);
+  EXPECT_EQ((*active)[0].id, running.id);
+  EXPECT_EQ((*active)[0].workers, (std::vector<std::string>{"w-a"}));
+  EXPECT_EQ((*active)[1].id, queued.id);
+  const absl::StatusOr<std::map<JobState, int64_t>> counts = store->count_jobs_by_state();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(*counts, (std::map<JobState, int64_t>{{v1::JOB_STATE_QUEUED, 1},
+                                                  {v1::JOB_STATE_RUNNING, 1},
+                                                  {v1::JOB_STATE_SUCCEEDED, 1},
+                                                  {v1::JOB_STATE_CANCELLED, 1}}));
+}
+
 TEST_F(JobStoreTest, UnknownJobIsNotFound) {
   auto store = open_store();
   EXPECT_EQ(store->get_job("nope").status().code(), absl::StatusCode::kNotFound);
