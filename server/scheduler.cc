@@ -155,9 +155,15 @@ absl::StatusOr<Scheduler::Needs> Scheduler::needs_locked(const JobRecord& job) {
     return absl::InvalidArgumentError("the stored spec no longer parses: " +
                                       parsed.errors.front().to_string());
   }
-  const Needs needs{parsed.spec->resources.workers, parsed.spec->resources.backend,
-                    parsed.spec->retries.max_restarts, parsed.spec->zero.stage,
-                    rank_model_states(*parsed.spec)};
+  const config::PrecisionSpec& precision = parsed.spec->precision;
+  const Needs needs{parsed.spec->resources.workers,
+                    parsed.spec->resources.backend,
+                    parsed.spec->retries.max_restarts,
+                    parsed.spec->zero.stage,
+                    rank_model_states(*parsed.spec),
+                    config::effective_loss_scale(precision) == config::LossScaleMode::kDynamic
+                        ? std::optional<double>(precision.min_scale)
+                        : std::nullopt};
   needs_[job.id] = needs;
   return needs;
 }
@@ -320,6 +326,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
     task.set_checkpoint_dir((std::filesystem::path(options_.checkpoint_root) / job.id).string());
     task.set_resume(started->attempt > 1);
     task.set_data_root(options_.data_root);
+    if (needs.min_loss_scale) task.set_min_loss_scale(*needs.min_loss_scale);
     if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope());
     WorkerRegistry::assign(worker, v1::running_of(task));
     outbox_->send(worker.worker.id(), std::move(command));

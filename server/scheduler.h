@@ -99,6 +99,7 @@ class Scheduler {
     int64_t max_restarts = 0;
     int64_t zero_stage = 0;
     RankModelStates states;  // each rank's model-state bytes
+    std::optional<double> min_loss_scale;  // dynamic loss scaling's floor (Task.min_loss_scale)
   };
   struct Rank {
     std::string worker_id;

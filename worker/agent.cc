@@ -6,10 +6,9 @@
 #include <thread>
 
 #include "net/backoff.h"
-#include "jobspec/job_spec_yaml.h"
 #include "net/net_address.h"
-#include "worker/resources.h"
 #include "proto/running_task.h"
+#include "worker/resources.h"
 #include "worker/task_progress.h"
 
 namespace mixtrain::worker {
@@ -40,19 +39,6 @@ bool refused_by_coordinator_host(const grpc::Status& status) {
 std::string task_name(const v1::Task& task) {
   return "job " + task.job_id() + " attempt " + std::to_string(task.attempt()) + " rank " +
          std::to_string(task.rank());
-}
-
-// The job's min_scale when it scales its loss dynamically (what the
-// loss-scale alerts compare against); nullopt otherwise, or when the spec
-// does not parse, which the task's own process then reports.
-std::optional<double> dynamic_min_loss_scale(const v1::Task& task) {
-  const jobspec::JobSpecResult loaded =
-      jobspec::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml");
-  if (!loaded.ok()) return std::nullopt;
-  const config::PrecisionSpec& precision = loaded.spec->precision;
-  if (config::effective_loss_scale(precision) != config::LossScaleMode::kDynamic)
-    return std::nullopt;
-  return precision.min_scale;
 }
 
 // Why a task command cannot be run; empty when it can.
@@ -375,7 +361,9 @@ void Agent::start_task(const v1::Task& task) {
   }
   const double peak =
       options_.peak_flops > 0 ? options_.peak_flops : estimated_peak_flops(resources_);
-  metrics_.begin_task({task.job_id(), task.rank(), peak, dynamic_min_loss_scale(task)});
+  const std::optional<double> min_loss_scale =
+      task.has_min_loss_scale() ? std::optional<double>(task.min_loss_scale()) : std::nullopt;
+  metrics_.begin_task({task.job_id(), task.rank(), peak, min_loss_scale});
   auto progress = std::make_shared<TaskProgress>();  // used on the runner's thread only
   TaskEvents events;
   events.on_step = [this, running, progress](const StepReport& step) {

@@ -46,6 +46,20 @@ TEST_F(SchedulerTest, RegisteredWorkerHeartbeatsAndReceivesTheTaskOfASubmittedJo
   EXPECT_EQ(workers.workers(0).task().job_id(), id);
 }
 
+// The floor of dynamic loss scaling travels with the task (the worker
+// exports it for the alerts without parsing the spec); bf16 jobs, which
+// do not scale their loss, carry none.
+TEST_F(SchedulerTest, ATaskCarriesItsJobsMinLossScaleOnlyUnderDynamicScaling) {
+  auto worker = this->worker();
+  submit(spec(1) + "precision: {compute: fp16, min_scale: 4}\n");
+  const v1::Task fp16 = worker->next_start();
+  ASSERT_TRUE(fp16.has_min_loss_scale());
+  EXPECT_EQ(fp16.min_loss_scale(), 4.0);
+  ASSERT_TRUE(worker->report(fp16, v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
+  submit(spec(1));
+  EXPECT_FALSE(worker->next_start().has_min_loss_scale());
+}
+
 TEST_F(SchedulerTest, GangJobWaitsForEnoughIdleWorkersThenStartsEveryRank) {
   auto first = worker();
   const std::string id = submit(spec(2, 0, "cpu"));
