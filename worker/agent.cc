@@ -81,7 +81,7 @@ Agent::Agent(AgentOptions options, std::ostream& log, std::unique_ptr<WorkerConn
       }()),
       hostname_(hostname()),
       reporter_(
-          *connection_, [this] { request_reregister(); },
+          *connection_, [this](const std::string& id) { request_reregister(id); },
           [this](std::chrono::steady_clock::time_point sent) { contacted(sent); }) {}
 
 Agent::~Agent() {
@@ -109,9 +109,9 @@ void Agent::sleep(std::chrono::milliseconds delay) {
   mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(delay));
 }
 
-void Agent::request_reregister() {
+void Agent::request_reregister(const std::string& unknown_id) {
   absl::MutexLock lock(&mu_);
-  if (need_register_) return;
+  if (need_register_ || worker_id_ != unknown_id) return;
   need_register_ = true;
   if (stream_context_ != nullptr) stream_context_->TryCancel();
 }
@@ -444,7 +444,7 @@ void Agent::heartbeat_loop() {
     if ((status.ok() && response.reregister()) ||
         status.error_code() == grpc::StatusCode::NOT_FOUND) {
       say("mixtrain-worker: the coordinator does not know worker " + id + "; registering again");
-      request_reregister();
+      request_reregister(id);
     }
   }
 }

@@ -84,8 +84,11 @@ class Agent {
   // (or proved, by a refusal, that no coordinator runs: `sent` is then
   // moved by kRefusalCredit).
   void contacted(std::chrono::steady_clock::time_point sent) ABSL_LOCKS_EXCLUDED(mu_);
-  // Asks for a new registration (coordinator restarted): ends the task stream.
-  void request_reregister();
+  // The coordinator did not know `unknown_id` (it restarted): asks for a new
+  // registration, which ends the task stream, unless this agent has
+  // registered anew since that id was sent (a late answer to an older call
+  // must not cost a second registration).
+  void request_reregister(const std::string& unknown_id);
   // What heartbeats and registrations list as running: the task that runs
   // now, if any, and every task whose final outcome the coordinator has
   // not taken yet (so it does not take the task for one that vanished).

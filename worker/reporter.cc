@@ -29,7 +29,8 @@ bool retryable(const grpc::Status& status) {
 
 }  // namespace
 
-Reporter::Reporter(WorkerConnection& connection, std::function<void()> on_unknown_worker,
+Reporter::Reporter(WorkerConnection& connection,
+                   std::function<void(const std::string&)> on_unknown_worker,
                    std::function<void(std::chrono::steady_clock::time_point)> on_counted)
     : connection_(connection),
       on_unknown_worker_(std::move(on_unknown_worker)),
@@ -240,8 +241,10 @@ void Reporter::run() {
     }
     restore(*call);
     if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      const std::string unknown_id =
+          call->kind == Call::Kind::kLog ? call->log.worker_id() : call->progress.worker_id();
       mu_.Unlock();
-      on_unknown_worker_();
+      on_unknown_worker_(unknown_id);
       mu_.Lock();
     }
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(backoff.next().value()));

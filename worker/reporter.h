@@ -33,12 +33,13 @@ class Reporter {
   static constexpr size_t kMaxQueuedLines = 20000;
 
   // Delivers through `connection` (which must outlive the reporter);
-  // calls `on_unknown_worker` (on the reporter's thread) when the
-  // coordinator answers NOT_FOUND, and `on_counted` with the time a
+  // calls `on_unknown_worker` (on the reporter's thread) with the id a call
+  // carried when the coordinator answers it NOT_FOUND, and `on_counted` with the time a
   // progress report was sent once the coordinator counted it as a
   // heartbeat (ReportProgressResponse.counted). Nothing is sent before
   // set_worker_id.
-  Reporter(WorkerConnection& connection, std::function<void()> on_unknown_worker,
+  Reporter(WorkerConnection& connection,
+           std::function<void(const std::string&)> on_unknown_worker,
            std::function<void(std::chrono::steady_clock::time_point)> on_counted = {});
   // Stops the delivery thread; what was not delivered is lost (see flush).
   ~Reporter();
@@ -103,7 +104,7 @@ class Reporter {
   bool nothing_to_send() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   WorkerConnection& connection_;
-  const std::function<void()> on_unknown_worker_;
+  const std::function<void(const std::string&)> on_unknown_worker_;
   const std::function<void(std::chrono::steady_clock::time_point)> on_counted_;
   absl::Mutex mu_;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);

@@ -54,7 +54,7 @@ class ReporterTest : public ::testing::Test {
 };
 
 TEST_F(ReporterTest, ThrottlesProgressBatchesLogsAndEndsWithTheOutcome) {
-  Reporter reporter(*connection_, [] {});
+  Reporter reporter(*connection_, [](const std::string&) {});
   reporter.set_worker_id("w1");
   std::vector<std::string> lines;
   for (int i = 0; i < 250; ++i) lines.push_back("line " + std::to_string(i));
@@ -90,7 +90,7 @@ TEST_F(ReporterTest, ThrottlesProgressBatchesLogsAndEndsWithTheOutcome) {
 TEST_F(ReporterTest, FinalOutcomeSurvivesACoordinatorOutage) {
   const int port = server_.port();
   server_.stop();
-  Reporter reporter(*connection_, [] {});
+  Reporter reporter(*connection_, [](const std::string&) {});
   reporter.set_worker_id("w1");
   reporter.log(task(), "before the outage ended");
   reporter.finish(task(), v1::TASK_OUTCOME_SUCCEEDED, "", "{\"status\":\"succeeded\"}");
@@ -105,7 +105,8 @@ TEST_F(ReporterTest, UnknownWorkerAsksForRegistrationThenDelivers) {
   service_.set_known_worker("w2");  // a restarted coordinator gave a new id
   std::atomic<int> asked{0};
   Reporter* self = nullptr;
-  Reporter reporter(*connection_, [&] {
+  Reporter reporter(*connection_, [&](const std::string& unknown_id) {
+    EXPECT_EQ(unknown_id, "w1");
     ++asked;
     self->set_worker_id("w2");  // what the agent does once registered again
   });
