@@ -562,7 +562,8 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::heartbeat(const v1::HeartbeatRe
       send_cancel_locked(worker->worker.id(), task.job_id(), task.attempt(),
                          "not a running attempt");
     }
-    if (!worker->worker.has_task()) {
+    if (!worker->worker.has_task() &&
+        worker->final_reported != std::make_pair(task.job_id(), task.attempt())) {
       drain_locked(*worker, task);
       lists_own_task = true;
     }
@@ -629,6 +630,7 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   if (holds) {
     worker->task_acknowledged = true;
     if (is_final_outcome(request.outcome())) {
+      worker->final_reported = {task.job_id(), task.attempt()};
       WorkerRegistry::release(*worker);
       dirty_ = true;
     }

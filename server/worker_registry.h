@@ -25,6 +25,10 @@ struct WorkerEntry {
   int64_t release_at_ms = 0;       // cancelled task: IDLE by then without a report; 0: none
   // Stale tasks (job id, attempt) this worker was told to cancel; not repeated.
   std::set<std::pair<std::string, int32_t>> cancels_sent;
+  // The last task (job id, attempt) whose final outcome it reported: a
+  // heartbeat sent before that report may still list it, and must not make
+  // the worker hold it again.
+  std::pair<std::string, int32_t> final_reported;
 };
 
 // Not thread safe: the scheduler's lock guards it.
