@@ -4,18 +4,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "engine/backend/backend.h"
 #include "engine/checkpoint/checkpoint_store.h"
 #include "engine/comm/make_communicator.h"
 #include "engine/comm/tcp_store.h"
+#include "engine/train/trainer.h"
 #include "jobspec/job_spec_yaml.h"
 #include "launch/local_ranks.h"
 #include "launch/progress_printer.h"
 #include "launch/run_trainer.h"
 #include "launch/summary_file.h"
-#include "engine/train/trainer.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -43,21 +42,24 @@ struct RankGroup {
 
 std::string summary_key(int rank) { return "summary/rank/" + std::to_string(rank); }
 
-// Rank 0 collects every other rank's summary entry; the others hand theirs
-// over. A rank that never reports (it died) is left out after the timeout.
+// Rank 0 collects every other rank's summary and merges them as the
+// coordinator does; the others hand theirs over. A rank that never reports
+// (it died) is left out after the timeout.
 void exchange_rank_summaries(RankGroup& group, TrainSummary& summary, std::ostream& err) {
   if (group.env.rank != 0) {
-    group.store->set(summary_key(group.env.rank), encode_rank_summary(summary.ranks.at(0)));
+    group.store->set(summary_key(group.env.rank), dump_json(summary.to_json()));
     return;
   }
+  std::vector<TrainSummary> summaries{summary};
   for (int rank = 1; rank < group.env.world_size; ++rank) {
     try {
-      summary.ranks.push_back(
-          decode_rank_summary(group.store->get(summary_key(rank), group.env.timeout)));
+      summaries.push_back(TrainSummary::from_json(
+          parse_json(group.store->get(summary_key(rank), group.env.timeout))));
     } catch (const EngineError& e) {
       err << "mixtrain train: rank " << rank << " left no summary: " << e.what() << "\n";
     }
   }
+  summary = merge_rank_summaries(std::move(summaries));
 }
 
 // The newest intact checkpoint in `dir` past `step`, which a run resumed at
@@ -169,8 +171,7 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
   if (!leader) return exit_code;
   print_outcome(summary, trainer->checkpoint_dir(), out);
   if (args.summary_json &&
-      !launch::write_summary_file(*args.summary_json,
-                                  nlohmann::ordered_json::parse(summary.to_json().dump()).dump(2),
+      !launch::write_summary_file(*args.summary_json, dump_json(summary.to_json(), 2),
                                   "mixtrain train", err)) {
     exit_code = 1;
   }

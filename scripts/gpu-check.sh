@@ -10,7 +10,7 @@
 # MFU next to PyTorch's (GPU_CHECK_BENCH=0 skips it). Every log lands in
 # one directory to bring back.
 #
-#   scripts/gpu-deps.sh          (here, once: GoogleTest's sources into third_party/)
+#   scripts/gpu-deps.sh          (here, once: GoogleTest sources, nlohmann-json headers into third_party/)
 #   scripts/gpu-check.sh [RESULTS_DIR]      (there; default ./gpu-results)
 #
 # Environment: MIXTRAIN_CMAKE_ARGS adds configure arguments (for example

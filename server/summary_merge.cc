@@ -1,31 +1,35 @@
 // Why: see summary_merge.h.
 #include "server/summary_merge.h"
 
-#include <algorithm>
-#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "engine/common/error.h"
+#include "engine/train/train_summary.h"
 
 namespace mixtrain::server {
+namespace {
+
+std::optional<TrainSummary> read_summary(const std::string& text) {
+  try {
+    return TrainSummary::from_json(parse_json(text));
+  } catch (const EngineError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
 
 std::string merge_rank_summaries(const std::vector<std::string>& summaries) {
   if (summaries.empty()) return "";
-  nlohmann::json merged = nlohmann::json::parse(summaries[0], nullptr, /*allow_exceptions=*/false);
-  if (!merged.is_object()) return summaries[0];
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const std::string& text : summaries) {
-    const nlohmann::json summary = nlohmann::json::parse(text, nullptr, false);
-    if (!summary.is_object() || !summary.contains("ranks") || !summary["ranks"].is_array()) {
-      continue;
-    }
-    for (const nlohmann::json& entry : summary["ranks"]) {
-      if (entry.is_object()) ranks.push_back(entry);
+  std::optional<TrainSummary> rank0 = read_summary(summaries[0]);
+  if (!rank0) return summaries[0];
+  std::vector<TrainSummary> readable{std::move(*rank0)};
+  for (size_t i = 1; i < summaries.size(); ++i) {
+    if (std::optional<TrainSummary> summary = read_summary(summaries[i])) {
+      readable.push_back(std::move(*summary));
     }
   }
-  std::stable_sort(ranks.begin(), ranks.end(),
-                   [](const nlohmann::json& a, const nlohmann::json& b) {
-                     return a.value("rank", 0) < b.value("rank", 0);
-                   });
-  merged["ranks"] = std::move(ranks);
-  return merged.dump();
+  return dump_json(mixtrain::merge_rank_summaries(std::move(readable)).to_json());
 }
 
 }  // namespace mixtrain::server

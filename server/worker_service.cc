@@ -5,14 +5,33 @@
 #include <string>
 #include <vector>
 
-#include "server/json_bounds.h"
+#include "engine/common/error.h"
+#include "engine/common/json.h"
 #include "net/net_address.h"
+#include "proto/worker_secret.h"
 #include "server/queued_writer.h"
 #include "server/unary_call.h"
-#include "proto/worker_secret.h"
 
 namespace mixtrain::server {
 namespace {
+
+// How deep a rank's summary may nest: it needs 4. Deeper JSON would be
+// refused anyway, but the coordinator and every CLI that shows the job
+// also parse it, so a hostile one is kept out at the door (issue 13).
+constexpr int kMaxSummaryDepth = 32;
+
+// OK for no summary or JSON nested at most kMaxSummaryDepth deep;
+// otherwise INVALID_ARGUMENT naming the field and the parse error.
+absl::Status check_summary_json(const std::string& text) {
+  if (text.empty()) return absl::OkStatus();
+  try {
+    parse_json(text, kMaxSummaryDepth);
+  } catch (const EngineError& error) {
+    return absl::InvalidArgumentError(std::string("summary_json is not valid JSON: ") +
+                                      error.what());
+  }
+  return absl::OkStatus();
+}
 
 std::chrono::milliseconds store_timeout(int64_t timeout_ms) {
   return std::clamp(std::chrono::milliseconds(timeout_ms), std::chrono::milliseconds(0),
@@ -107,9 +126,8 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::ReportProgressRequest* request,
     v1::ReportProgressResponse* response) {
   return finish_unary(context, auth_, *request, [&] {
-    if (absl::Status depth = check_json_depth(request->summary_json(), "summary_json");
-        !depth.ok()) {
-      return to_grpc(depth);
+    if (absl::Status summary = check_summary_json(request->summary_json()); !summary.ok()) {
+      return to_grpc(summary);
     }
     return answer_with(scheduler_->report_progress(*request, worker_secret(*context)), response);
   });

@@ -89,12 +89,7 @@ std::string encode_eval(const EvalProgress& eval) {
 }
 
 std::string encode_summary(const TrainSummary& summary) {
-  TrainSummary finite = summary;
-  if (finite.final_train_loss && !std::isfinite(*finite.final_train_loss))
-    finite.final_train_loss.reset();
-  if (finite.final_val_loss && !std::isfinite(*finite.final_val_loss))
-    finite.final_val_loss.reset();
-  return "{\"type\":\"summary\",\"summary\":" + finite.to_json().dump() + "}";
+  return dump_json({{"type", "summary"}, {"summary", summary.to_json()}});
 }
 
 std::optional<ChildMessage> decode_child_message(std::string_view line) {

@@ -164,7 +164,7 @@ fs::path commit_checkpoint(const fs::path& temporary, int64_t step,
                            const std::vector<ManifestFile>& files, const Json& state) {
   const std::string where = "commit_checkpoint " + temporary.string() + ": ";
   MIXTRAIN_CHECK_ARG(state.is_object(),
-                     where + "state must be a JSON object, not " + json_type_name(state.type()));
+                     where + "state must be a JSON object, not " + state.type_name());
   MIXTRAIN_CHECK_ARG(temporary.filename().string().starts_with(checkpoint_dir_name(step) +
                                                                std::string(kTemporaryInfix)),
                      where + "not the temporary directory of step " + std::to_string(step));

@@ -15,18 +15,10 @@ constexpr std::string_view kFormat = "mixtrain-checkpoint";
 constexpr int64_t kVersion = 1;
 constexpr std::string_view kDataFileSuffix = ".safetensors";
 
-[[noreturn]] void refuse(const std::string& problem) {
-  throw EngineError(ErrorCode::kInvalidArgument, "checkpoint manifest: " + problem);
-}
+constexpr const char* kContext = "checkpoint manifest";
 
-const Json& member(const Json& object, std::string_view key, Json::Type type) {
-  const Json* value = object.find(key);
-  if (value == nullptr) refuse("missing \"" + std::string(key) + "\"");
-  if (value->type() != type) {
-    refuse("\"" + std::string(key) + "\" is " + json_type_name(value->type()) + ", expected " +
-           json_type_name(type));
-  }
-  return *value;
+[[noreturn]] void refuse(const std::string& problem) {
+  throw EngineError(ErrorCode::kInvalidArgument, std::string(kContext) + ": " + problem);
 }
 
 std::string crc_hex(uint32_t crc) {
@@ -53,55 +45,48 @@ bool is_valid_data_file_name(std::string_view name) {
 std::string manifest_to_json(const CheckpointManifest& manifest) {
   Json files = Json::array();
   for (const ManifestFile& file : manifest.files) {
-    Json entry = Json::object();
-    entry.set("name", Json(file.name));
-    entry.set("bytes", Json(file.bytes));
-    entry.set("crc32c", Json(crc_hex(file.crc32c)));
-    files.push_back(std::move(entry));
+    files.push_back({{"name", file.name}, {"bytes", file.bytes}, {"crc32c", crc_hex(file.crc32c)}});
   }
-  Json root = Json::object();
-  root.set("format", Json(kFormat));
-  root.set("version", Json(kVersion));
-  root.set("step", Json(manifest.step));
-  root.set("checksum", Json("crc32c"));
-  root.set("files", std::move(files));
-  root.set("state", manifest.state);
-  return root.dump();
+  const Json root = {{"format", kFormat},         {"version", kVersion},
+                     {"step", manifest.step},     {"checksum", "crc32c"},
+                     {"files", std::move(files)}, {"state", manifest.state}};
+  return dump_json(root);
 }
 
 CheckpointManifest parse_manifest(std::string_view text) {
-  const Json root = Json::parse(text);
-  if (!root.is_object()) refuse("not a JSON object");
-  if (member(root, "format", Json::Type::kString).as_string() != kFormat) {
+  const Json document = parse_json(text);
+  const JsonFields root(document, kContext);
+  if (root.string("format") != kFormat) {
     refuse("\"format\" is not \"" + std::string(kFormat) + "\"");
   }
-  const int64_t version = member(root, "version", Json::Type::kInt).as_int();
+  const int64_t version = root.integer("version");
   if (version != kVersion) refuse("unsupported version " + std::to_string(version));
-  if (member(root, "checksum", Json::Type::kString).as_string() != "crc32c") {
-    refuse("unsupported checksum \"" + root.at("checksum").as_string() + "\"");
+  if (root.string("checksum") != "crc32c") {
+    refuse("unsupported checksum \"" + root.string("checksum") + "\"");
   }
 
   CheckpointManifest manifest;
-  manifest.step = member(root, "step", Json::Type::kInt).as_int();
+  manifest.step = root.integer("step");
   if (manifest.step < 0) refuse("negative step " + std::to_string(manifest.step));
   std::set<std::string> names;
-  for (const Json& entry : member(root, "files", Json::Type::kArray).as_array()) {
-    if (!entry.is_object()) refuse("a \"files\" entry is not an object");
+  for (const Json& listed : root.array("files")) {
+    const JsonFields entry(listed, kContext, "files[].");
     ManifestFile file;
-    file.name = member(entry, "name", Json::Type::kString).as_string();
+    file.name = entry.string("name");
     if (!is_valid_data_file_name(file.name)) refuse("invalid file name \"" + file.name + "\"");
     if (!names.insert(file.name).second) refuse("file \"" + file.name + "\" is listed twice");
-    const int64_t bytes = member(entry, "bytes", Json::Type::kInt).as_int();
+    const int64_t bytes = entry.integer("bytes");
     if (bytes < 0) refuse("file \"" + file.name + "\" has a negative size");
     file.bytes = static_cast<uint64_t>(bytes);
-    const std::string& crc = member(entry, "crc32c", Json::Type::kString).as_string();
+    const std::string& crc = entry.string("crc32c");
     const auto parsed = std::from_chars(crc.data(), crc.data() + crc.size(), file.crc32c, 16);
     if (crc.size() != 8 || parsed.ec != std::errc() || parsed.ptr != crc.data() + crc.size()) {
       refuse("file \"" + file.name + "\" has checksum \"" + crc + "\", not 8 hex digits");
     }
     manifest.files.push_back(std::move(file));
   }
-  manifest.state = member(root, "state", Json::Type::kObject);
+  root.object("state");  // refuses any other kind
+  manifest.state = root.get("state");
   return manifest;
 }
 

@@ -48,8 +48,8 @@ std::string header_json(const std::vector<TensorLayout>& layout,
                         const SafetensorsMetadata& metadata) {
   Json header = Json::object();
   if (!metadata.empty()) {
-    Json& entries = header.set(kMetadataKey, Json::object());
-    for (const auto& [key, value] : metadata) entries.set(key, Json(value));
+    Json& entries = header[kMetadataKey] = Json::object();
+    for (const auto& [key, value] : metadata) entries[key] = value;
   }
   uint64_t offset = 0;
   for (const TensorLayout& tensor : layout) {
@@ -61,13 +61,13 @@ std::string header_json(const std::vector<TensorLayout>& layout,
     Json shape = Json::array();
     for (int64_t dim : tensor.shape) shape.push_back(Json(dim));
     Json entry = Json::object();
-    entry.set("dtype", Json(safetensors_dtype_name(tensor.dtype)));
-    entry.set("shape", std::move(shape));
-    entry.set("data_offsets", Json(Json::Array{Json(offset), Json(offset + bytes)}));
-    header.set(tensor.name, std::move(entry));
+    entry["dtype"] = safetensors_dtype_name(tensor.dtype);
+    entry["shape"] = std::move(shape);
+    entry["data_offsets"] = {offset, offset + bytes};
+    header[tensor.name] = std::move(entry);
     offset += bytes;
   }
-  std::string text = header.dump();
+  std::string text = dump_json(header);
   // Pad so that 8 + header length is a multiple of 8: the data section
   // (and every tensor whose offset is aligned) then starts aligned.
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
@@ -192,64 +192,65 @@ void SafetensorsFile::parse_header(std::string_view header_text) {
   if (header_text.empty() || header_text.front() != '{') refuse("header does not start with '{'");
   Json header;
   try {
-    header = Json::parse(header_text);
+    header = parse_json(header_text);
   } catch (const EngineError& error) {
     refuse(std::string("header is not valid JSON: ") + error.what());
   }
   if (!header.is_object()) refuse("header is not a JSON object");
 
   const uint64_t data_size = file_.bytes().size() - data_start_;
-  for (const auto& [name, value] : header.as_object()) {
+  for (const auto& [name, value] : header.items()) {
     if (name == kMetadataKey) {
       if (!value.is_object()) refuse("\"__metadata__\" is not an object");
-      for (const auto& [key, text] : value.as_object()) {
+      for (const auto& [key, text] : value.items()) {
         if (!text.is_string()) refuse("metadata \"" + key + "\" is not a string");
-        metadata_.emplace(key, text.as_string());
+        metadata_.emplace(key, text.get<std::string>());
       }
       continue;
     }
     const std::string what = "tensor \"" + name + "\"";
     if (!value.is_object()) refuse(what + " is not an object");
-    for (const auto& [key, unused] : value.as_object()) {
+    for (const auto& [key, unused] : value.items()) {
       if (key != "dtype" && key != "shape" && key != "data_offsets") {
         refuse(what + " has unknown field \"" + key + "\"");
       }
     }
-    const Json* dtype = value.find("dtype");
-    const Json* shape = value.find("shape");
-    const Json* offsets = value.find("data_offsets");
-    if (dtype == nullptr || shape == nullptr || offsets == nullptr) {
+    if (!value.contains("dtype") || !value.contains("shape") || !value.contains("data_offsets")) {
       refuse(what + " lacks one of \"dtype\", \"shape\", \"data_offsets\"");
     }
 
     SafetensorsEntry entry;
     entry.layout.name = name;
-    if (!dtype->is_string()) refuse(what + ": dtype is not a string");
+    const Json& dtype = value["dtype"];
+    const Json& shape = value["shape"];
+    const Json& offsets = value["data_offsets"];
+    if (!dtype.is_string()) refuse(what + ": dtype is not a string");
     const auto known = std::find_if(std::begin(kAllDTypes), std::end(kAllDTypes), [&](DType t) {
-      return dtype->as_string() == safetensors_dtype_name(t);
+      return dtype.get_ref<const std::string&>() == safetensors_dtype_name(t);
     });
     if (known == std::end(kAllDTypes)) {
-      refuse(what + ": unsupported dtype \"" + dtype->as_string() +
+      refuse(what + ": unsupported dtype \"" + dtype.get<std::string>() +
              "\" (expected F32, F16, BF16, F8_E4M3, F8_E5M2 or I32)");
     }
     entry.layout.dtype = *known;
 
-    if (!shape->is_array()) refuse(what + ": shape is not an array");
-    for (const Json& dim : shape->as_array()) {
-      if (!dim.is_int() || dim.as_int() < 0) refuse(what + ": shape has a dimension that is not a non-negative integer");
-      entry.layout.shape.push_back(dim.as_int());
+    if (!shape.is_array()) refuse(what + ": shape is not an array");
+    for (const Json& dim : shape) {
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
+        refuse(what + ": shape has a dimension that is not a non-negative integer");
+      }
+      entry.layout.shape.push_back(dim.get<int64_t>());
     }
     uint64_t expected_bytes = 0;
     if (!layout_bytes(entry.layout, &expected_bytes)) refuse(what + ": shape overflows 64 bits");
 
-    if (!offsets->is_array() || offsets->as_array().size() != 2 ||
-        !offsets->as_array()[0].is_int() || !offsets->as_array()[1].is_int() ||
-        offsets->as_array()[0].as_int() < 0 ||
-        offsets->as_array()[1].as_int() < offsets->as_array()[0].as_int()) {
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_integer() ||
+        !offsets[1].is_number_integer() || offsets[0].get<int64_t>() < 0 ||
+        offsets[1].get<int64_t>() < offsets[0].get<int64_t>()) {
       refuse(what + ": data_offsets is not [begin, end] with 0 <= begin <= end");
     }
-    entry.begin = static_cast<uint64_t>(offsets->as_array()[0].as_int());
-    entry.end = static_cast<uint64_t>(offsets->as_array()[1].as_int());
+    entry.begin = static_cast<uint64_t>(offsets[0].get<int64_t>());
+    entry.end = static_cast<uint64_t>(offsets[1].get<int64_t>());
     if (entry.end - entry.begin != expected_bytes) {
       refuse(what + ": data_offsets span " + std::to_string(entry.end - entry.begin) +
              " bytes but " + describe_layout(entry.layout) + " needs " +

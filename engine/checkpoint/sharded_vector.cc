@@ -56,18 +56,18 @@ std::vector<std::pair<FlatRun, int64_t>> parse_segments(const SafetensorsFile& f
   }
   Json segments;
   try {
-    segments = Json::parse(found->second);
+    segments = parse_json(found->second);
   } catch (const EngineError& error) {
     refuse(file, std::string("\"segments\" metadata: ") + error.what());
   }
   if (!segments.is_array()) refuse(file, "\"segments\" metadata is not a JSON array");
   std::vector<std::pair<FlatRun, int64_t>> runs;
   int64_t packed = 0;
-  for (const Json& segment : segments.as_array()) {
-    const bool pair = segment.is_array() && segment.as_array().size() == 2 &&
-                      segment.as_array()[0].is_int() && segment.as_array()[1].is_int();
+  for (const Json& segment : segments) {
+    const bool pair = segment.is_array() && segment.size() == 2 && segment[0].is_number_integer() &&
+                      segment[1].is_number_integer();
     if (!pair) refuse(file, "a \"segments\" entry is not [offset, numel]");
-    const FlatRun run{segment.as_array()[0].as_int(), segment.as_array()[1].as_int()};
+    const FlatRun run{segment[0].get<int64_t>(), segment[1].get<int64_t>()};
     if (run.offset < 0 || run.numel <= 0 || run.numel > total - run.offset) {
       refuse(file, "segment [" + std::to_string(run.offset) + ", " + std::to_string(run.numel) +
                        "] lies outside the " + std::to_string(total) + " values of the model");
@@ -99,8 +99,8 @@ SafetensorsMetadata shard_metadata(std::span<const FlatRun> runs) {
     }
   }
   Json segments = Json::array();
-  for (const FlatRun& run : merged) segments.push_back(Json(Json::Array{run.offset, run.numel}));
-  return {{kShardSegmentsMetadataKey, segments.dump()}};
+  for (const FlatRun& run : merged) segments.push_back({run.offset, run.numel});
+  return {{kShardSegmentsMetadataKey, dump_json(segments)}};
 }
 
 ShardedVector::ShardedVector(const std::filesystem::path& checkpoint,

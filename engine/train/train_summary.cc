@@ -1,7 +1,9 @@
 // Why: the one place that fixes the summary JSON's key names and order.
 #include "engine/train/train_summary.h"
 
-#include <sstream>
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 
 #include "engine/common/error.h"
 
@@ -12,22 +14,43 @@ namespace {
 constexpr MemoryCategory kHostCategories[] = {
     MemoryCategory::kMasterParams, MemoryCategory::kOptimizerState, MemoryCategory::kParams};
 
-Json optional_number(const std::optional<double>& value) {
-  return value ? Json(*value) : Json(nullptr);
+// JSON has no NaN or infinity: the loss of a diverged run is written as
+// null, like one never measured.
+std::optional<double> finite_loss(const std::optional<double>& loss) {
+  return loss && std::isfinite(*loss) ? loss : std::nullopt;
+}
+
+// The categories a pool's JSON lists, in order.
+std::vector<MemoryCategory> listed_categories(MemoryPool pool) {
+  if (pool == MemoryPool::kHost) return {std::begin(kHostCategories), std::end(kHostCategories)};
+  std::vector<MemoryCategory> all;
+  for (int c = 0; c < kNumMemoryCategories; ++c) all.push_back(static_cast<MemoryCategory>(c));
+  return all;
 }
 
 Json pool_json(const MemoryReport& memory, MemoryPool pool) {
   const int p = static_cast<int>(pool);
   Json out = Json::object();
-  if (pool == MemoryPool::kDevice) {
-    for (int c = 0; c < kNumMemoryCategories; ++c)
-      out.set(memory_category_name(static_cast<MemoryCategory>(c)), memory.current[p][c]);
-  } else {
-    for (MemoryCategory category : kHostCategories)
-      out.set(memory_category_name(category), memory.current[p][static_cast<int>(category)]);
-  }
-  out.set("peak", memory.peak_total[p]);
+  for (MemoryCategory category : listed_categories(pool))
+    out[memory_category_name(category)] = memory.current[p][static_cast<int>(category)];
+  out["peak"] = memory.peak_total[p];
   return out;
+}
+
+// A byte count of the summary: a non-negative integer.
+size_t bytes_field(const JsonFields& pool, std::string_view key) {
+  const int64_t bytes = pool.integer(key);
+  MIXTRAIN_CHECK_ARG(bytes >= 0,
+                     "summary JSON: negative memory_bytes \"" + std::string(key) + "\"");
+  return static_cast<size_t>(bytes);
+}
+
+void read_pool(const JsonFields& fields, MemoryPool pool, MemoryReport& memory) {
+  const int p = static_cast<int>(pool);
+  for (MemoryCategory category : listed_categories(pool))
+    memory.current[p][static_cast<int>(category)] =
+        bytes_field(fields, memory_category_name(category));
+  memory.peak_total[p] = bytes_field(fields, "peak");
 }
 
 }  // namespace
@@ -45,58 +68,74 @@ MemoryReport memory_report(const MemoryTracker& tracker) {
 
 Json TrainSummary::to_json() const {
   Json out = Json::object();
-  out.set("name", name);
-  out.set("status", status);
-  out.set("steps", steps);
-  out.set("skipped_steps", skipped_steps);
-  out.set("world_size", world_size);
-  out.set("zero_stage", zero_stage);
-  out.set("compute_dtype", compute_dtype);
-  out.set("param_count", param_count);
-  out.set("tokens_per_second", tokens_per_second);
-  out.set("final_train_loss", optional_number(final_train_loss));
-  out.set("final_val_loss", optional_number(final_val_loss));
-  out.set("loss_scale", loss_scale);
-  out.set("nonfinite_events", nonfinite_events());
+  out["name"] = name;
+  out["status"] = status;
+  out["steps"] = steps;
+  out["skipped_steps"] = skipped_steps;
+  out["world_size"] = world_size;
+  out["zero_stage"] = zero_stage;
+  out["compute_dtype"] = compute_dtype;
+  out["param_count"] = param_count;
+  out["tokens_per_second"] = tokens_per_second;
+  out["final_train_loss"] = number_or_null(finite_loss(final_train_loss));
+  out["final_val_loss"] = number_or_null(finite_loss(final_val_loss));
+  out["loss_scale"] = loss_scale;
+  out["nonfinite_events"] = nonfinite_events;
   Json rank_list = Json::array();
   for (const RankSummary& rank : ranks) {
     Json memory = Json::object();
-    memory.set("device", pool_json(rank.memory, MemoryPool::kDevice));
-    memory.set("host", pool_json(rank.memory, MemoryPool::kHost));
+    memory["device"] = pool_json(rank.memory, MemoryPool::kDevice);
+    memory["host"] = pool_json(rank.memory, MemoryPool::kHost);
     Json entry = Json::object();
-    entry.set("rank", rank.rank);
-    entry.set("memory_bytes", std::move(memory));
-    entry.set("comm_elements_per_step", rank.comm_elements_per_step);
-    entry.set("comm_bytes_per_step", rank.comm_bytes_per_step);
+    entry["rank"] = rank.rank;
+    entry["memory_bytes"] = std::move(memory);
+    entry["comm_elements_per_step"] = rank.comm_elements_per_step;
+    entry["comm_bytes_per_step"] = rank.comm_bytes_per_step;
     rank_list.push_back(std::move(entry));
   }
-  out.set("ranks", std::move(rank_list));
+  out["ranks"] = std::move(rank_list);
   return out;
 }
 
-std::string encode_rank_summary(const RankSummary& rank) {
-  std::string out = std::to_string(rank.rank) + " " + std::to_string(rank.comm_elements_per_step) +
-                    " " + std::to_string(rank.comm_bytes_per_step);
-  for (int p = 0; p < kNumMemoryPools; ++p) {
-    for (int c = 0; c < kNumMemoryCategories; ++c)
-      out += " " + std::to_string(rank.memory.current[p][c]);
-    out += " " + std::to_string(rank.memory.peak_total[p]);
+TrainSummary TrainSummary::from_json(const Json& json) {
+  const JsonFields root(json, "summary JSON");
+  TrainSummary out;
+  out.name = root.string("name");
+  out.status = root.string("status");
+  out.steps = root.integer("steps");
+  out.skipped_steps = root.integer("skipped_steps");
+  out.world_size = root.integer("world_size");
+  out.zero_stage = root.integer("zero_stage");
+  out.compute_dtype = root.string("compute_dtype");
+  out.param_count = root.integer("param_count");
+  out.tokens_per_second = root.number("tokens_per_second");
+  out.final_train_loss = root.optional_number("final_train_loss");
+  out.final_val_loss = root.optional_number("final_val_loss");
+  out.loss_scale = root.number("loss_scale");
+  out.nonfinite_events = root.integer("nonfinite_events");
+  for (const Json& entry : root.array("ranks")) {
+    const JsonFields rank(entry, "summary JSON", "ranks[].");
+    RankSummary parsed;
+    parsed.rank = rank.integer("rank");
+    const JsonFields memory = rank.object("memory_bytes");
+    read_pool(memory.object("device"), MemoryPool::kDevice, parsed.memory);
+    read_pool(memory.object("host"), MemoryPool::kHost, parsed.memory);
+    parsed.comm_elements_per_step = rank.integer("comm_elements_per_step");
+    parsed.comm_bytes_per_step = rank.integer("comm_bytes_per_step");
+    out.ranks.push_back(parsed);
   }
   return out;
 }
 
-RankSummary decode_rank_summary(std::string_view text) {
-  std::istringstream in{std::string(text)};
-  RankSummary out;
-  in >> out.rank >> out.comm_elements_per_step >> out.comm_bytes_per_step;
-  for (int p = 0; p < kNumMemoryPools; ++p) {
-    for (int c = 0; c < kNumMemoryCategories; ++c) in >> out.memory.current[p][c];
-    in >> out.memory.peak_total[p];
+TrainSummary merge_rank_summaries(std::vector<TrainSummary> summaries) {
+  MIXTRAIN_CHECK_ARG(!summaries.empty(), "merge_rank_summaries: no summaries");
+  TrainSummary merged = std::move(summaries.front());
+  for (size_t i = 1; i < summaries.size(); ++i) {
+    for (RankSummary& rank : summaries[i].ranks) merged.ranks.push_back(std::move(rank));
   }
-  std::string rest;
-  MIXTRAIN_CHECK_ARG(in && !(in >> rest), "decode_rank_summary: not an encoded rank summary: \"" +
-                                              std::string(text) + "\"");
-  return out;
+  std::stable_sort(merged.ranks.begin(), merged.ranks.end(),
+                   [](const RankSummary& a, const RankSummary& b) { return a.rank < b.rank; });
+  return merged;
 }
 
 }  // namespace mixtrain

@@ -1,12 +1,12 @@
 // Why: the summary JSON (DESIGN.md §5) is what `--summary-json`, `status -o
 // json` and the coordinator read after a run; this is its struct, filled by
-// the trainer, and the one serializer that fixes its shape.
+// the trainer, its one reader and writer that fix its shape, and the merge
+// of the ranks' summaries into the job's.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "engine/backend/memory_tracker.h"
@@ -19,6 +19,8 @@ namespace mixtrain {
 struct MemoryReport {
   size_t current[kNumMemoryPools][kNumMemoryCategories] = {};
   size_t peak_total[kNumMemoryPools] = {};
+
+  bool operator==(const MemoryReport&) const = default;
 };
 
 // A snapshot of `tracker` now.
@@ -30,14 +32,12 @@ struct RankSummary {
   MemoryReport memory;
   int64_t comm_elements_per_step = 0;  // 0 for world size 1
   int64_t comm_bytes_per_step = 0;
+
+  bool operator==(const RankSummary&) const = default;
 };
 
-// A rank's entry as one line of decimal integers, for handing it to rank
-// 0 through the rendezvous store, and back. decode throws
-// EngineError(kInvalidArgument) for text encode did not write.
-std::string encode_rank_summary(const RankSummary& rank);
-RankSummary decode_rank_summary(std::string_view text);
-
+// What `--summary-json` writes; what the trainer, `mixtrain train`, the
+// worker and the coordinator pass around; nothing more than its JSON holds.
 struct TrainSummary {
   std::string name;
   std::string status;  // "succeeded", "failed" or "cancelled"
@@ -51,17 +51,24 @@ struct TrainSummary {
   std::optional<double> final_train_loss;  // unset when no step ran in any attempt
   std::optional<double> final_val_loss;    // unset when evaluation is off
   double loss_scale = 1.0;
-  int64_t nan_events = 0;  // steps whose first non-finite gradient was NaN
-  int64_t inf_events = 0;  // ... was +-inf
+  int64_t nonfinite_events = 0;  // steps whose gradients held a NaN or infinity
   std::vector<RankSummary> ranks;
-
-  // nan_events + inf_events.
-  int64_t nonfinite_events() const { return nan_events + inf_events; }
 
   // The DESIGN.md §5 object, keys in §5 order. "device" lists every memory
   // category; "host" lists master_params, optimizer_state and params (the
-  // only categories offload places there). An unset loss is null.
+  // only categories offload places there). An unset or non-finite (a
+  // diverged run's) loss is null.
   Json to_json() const;
+  // Reads what to_json writes (extra keys are ignored). Throws
+  // EngineError(kInvalidArgument) naming the first missing or mistyped key.
+  static TrainSummary from_json(const Json& json);
+
+  bool operator==(const TrainSummary&) const = default;
 };
+
+// The job's summary: the first of `summaries` (rank 0's) with the "ranks"
+// entries of all of them, sorted by rank. Used by `mixtrain train` and by
+// the coordinator, which each receive one summary per rank.
+TrainSummary merge_rank_summaries(std::vector<TrainSummary> summaries);
 
 }  // namespace mixtrain

@@ -162,8 +162,7 @@ TrainSummary Trainer::summary(const std::string& status) const {
   out.final_train_loss = state_.last_train_loss;
   out.final_val_loss = state_.last_val_loss;
   out.loss_scale = scaler_.scale();
-  out.nan_events = state_.nan_events;
-  out.inf_events = state_.inf_events;
+  out.nonfinite_events = state_.nan_events + state_.inf_events;
   const int64_t steps = std::max<int64_t>(train_steps_, 1);
   out.ranks.push_back(RankSummary{zero_.rank(), memory_report(backend_.memory()),
                                   comm_elements_ / steps, comm_bytes_ / steps});

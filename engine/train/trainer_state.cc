@@ -13,57 +13,6 @@ namespace {
 constexpr std::string_view kFormat = "mixtrain-trainer-state";
 constexpr int64_t kVersion = 1;
 
-Json optional_number(const std::optional<double>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
-
-// Reads fields of one JSON object, naming the source and field on error.
-class FieldReader {
- public:
-  FieldReader(const Json& object, std::string source, std::string prefix)
-      : object_(object), source_(std::move(source)), prefix_(std::move(prefix)) {
-    MIXTRAIN_CHECK_ARG(object.is_object(),
-                       source_ + ": trainer state " + prefix_ + " must be a JSON object");
-  }
-
-  const Json& get(std::string_view key) const {
-    const Json* value = object_.find(key);
-    MIXTRAIN_CHECK_ARG(value != nullptr,
-                       source_ + ": trainer state lacks field " + prefix_ + std::string(key));
-    return *value;
-  }
-  int64_t integer(std::string_view key) const {
-    const Json& value = get(key);
-    MIXTRAIN_CHECK_ARG(value.is_int(), source_ + ": trainer state field " + prefix_ +
-                                           std::string(key) + " must be an integer");
-    return value.as_int();
-  }
-  double number(std::string_view key) const {
-    const Json& value = get(key);
-    MIXTRAIN_CHECK_ARG(value.is_number(), source_ + ": trainer state field " + prefix_ +
-                                              std::string(key) + " must be a number");
-    return value.as_double();
-  }
-  std::optional<double> optional_number(std::string_view key) const {
-    if (get(key).is_null()) return std::nullopt;
-    return number(key);
-  }
-  std::string string(std::string_view key) const {
-    const Json& value = get(key);
-    MIXTRAIN_CHECK_ARG(value.is_string(), source_ + ": trainer state field " + prefix_ +
-                                              std::string(key) + " must be a string");
-    return value.as_string();
-  }
-  FieldReader object(std::string_view key) const {
-    return FieldReader(get(key), source_, prefix_ + std::string(key) + ".");
-  }
-
- private:
-  const Json& object_;
-  std::string source_;
-  std::string prefix_;
-};
-
 std::string shape_text(const GptConfig& model) {
   return "{layers " + std::to_string(model.layers) + ", heads " + std::to_string(model.heads) +
          ", dim " + std::to_string(model.dim) + ", seq_len " + std::to_string(model.seq_len) +
@@ -84,40 +33,40 @@ void check_model_field(std::string_view key, int64_t saved, int64_t wanted,
 
 Json trainer_state_to_json(const TrainerState& state) {
   Json scaler = Json::object();
-  scaler.set("scale", static_cast<double>(state.scaler.scale));
-  scaler.set("growth_tracker", state.scaler.growth_tracker);
-  scaler.set("hysteresis_left", state.scaler.hysteresis_left);
-  scaler.set("overflow_steps", state.scaler.overflow_steps);
+  scaler["scale"] = static_cast<double>(state.scaler.scale);
+  scaler["growth_tracker"] = state.scaler.growth_tracker;
+  scaler["hysteresis_left"] = state.scaler.hysteresis_left;
+  scaler["overflow_steps"] = state.scaler.overflow_steps;
   Json sampler = Json::object();
-  sampler.set("seed", static_cast<int64_t>(state.sampler.seed));
-  sampler.set("next_step", static_cast<int64_t>(state.sampler.next_step));
+  sampler["seed"] = static_cast<int64_t>(state.sampler.seed);
+  sampler["next_step"] = static_cast<int64_t>(state.sampler.next_step);
   Json counters = Json::object();
-  counters.set("nan_events", state.nan_events);
-  counters.set("inf_events", state.inf_events);
+  counters["nan_events"] = state.nan_events;
+  counters["inf_events"] = state.inf_events;
   Json model = Json::object();
-  model.set("layers", state.model.layers);
-  model.set("heads", state.model.heads);
-  model.set("dim", state.model.dim);
-  model.set("seq_len", state.model.seq_len);
-  model.set("vocab", state.model.vocab);
+  model["layers"] = state.model.layers;
+  model["heads"] = state.model.heads;
+  model["dim"] = state.model.dim;
+  model["seq_len"] = state.model.seq_len;
+  model["vocab"] = state.model.vocab;
 
   Json out = Json::object();
-  out.set("format", kFormat);
-  out.set("version", kVersion);
-  out.set("step", state.step);
-  out.set("optimizer_steps", state.optimizer_steps);
-  out.set("loss_scaler", std::move(scaler));
-  out.set("sampler", std::move(sampler));
-  out.set("counters", std::move(counters));
-  out.set("last_train_loss", optional_number(state.last_train_loss));
-  out.set("last_val_loss", optional_number(state.last_val_loss));
-  out.set("model", std::move(model));
-  out.set("compute_dtype", dtype_name(state.compute_dtype));
+  out["format"] = kFormat;
+  out["version"] = kVersion;
+  out["step"] = state.step;
+  out["optimizer_steps"] = state.optimizer_steps;
+  out["loss_scaler"] = std::move(scaler);
+  out["sampler"] = std::move(sampler);
+  out["counters"] = std::move(counters);
+  out["last_train_loss"] = number_or_null(state.last_train_loss);
+  out["last_val_loss"] = number_or_null(state.last_val_loss);
+  out["model"] = std::move(model);
+  out["compute_dtype"] = dtype_name(state.compute_dtype);
   return out;
 }
 
 TrainerState trainer_state_from_json(const Json& json, const std::string& source) {
-  const FieldReader root(json, source, "");
+  const JsonFields root(json, source + ": trainer state");
   MIXTRAIN_CHECK_ARG(
       root.string("format") == kFormat,
       source + ": not a mixtrain trainer state (format \"" + root.string("format") + "\")");
@@ -131,20 +80,20 @@ TrainerState trainer_state_from_json(const Json& json, const std::string& source
       state.step >= 0 && state.optimizer_steps >= 0 && state.optimizer_steps <= state.step,
       source + ": trainer state step " + std::to_string(state.step) + " and optimizer_steps " +
           std::to_string(state.optimizer_steps) + " are inconsistent");
-  const FieldReader scaler = root.object("loss_scaler");
+  const JsonFields scaler = root.object("loss_scaler");
   state.scaler.scale = static_cast<float>(scaler.number("scale"));
   state.scaler.growth_tracker = scaler.integer("growth_tracker");
   state.scaler.hysteresis_left = scaler.integer("hysteresis_left");
   state.scaler.overflow_steps = scaler.integer("overflow_steps");
-  const FieldReader sampler = root.object("sampler");
+  const JsonFields sampler = root.object("sampler");
   state.sampler.seed = static_cast<uint64_t>(sampler.integer("seed"));
   state.sampler.next_step = static_cast<uint64_t>(sampler.integer("next_step"));
-  const FieldReader counters = root.object("counters");
+  const JsonFields counters = root.object("counters");
   state.nan_events = counters.integer("nan_events");
   state.inf_events = counters.integer("inf_events");
   state.last_train_loss = root.optional_number("last_train_loss");
   state.last_val_loss = root.optional_number("last_val_loss");
-  const FieldReader model = root.object("model");
+  const JsonFields model = root.object("model");
   state.model.layers = model.integer("layers");
   state.model.heads = model.integer("heads");
   state.model.dim = model.integer("dim");

@@ -66,7 +66,7 @@ class ZeroEquivalence : public testing::Test {
     EXPECT_EQ(status, 0) << config.name() << ":\n" << text;
     if (summary != nullptr) {
       std::ifstream in(dir / "summary.json");
-      *summary = Json::parse(std::string((std::istreambuf_iterator<char>(in)), {}));
+      *summary = parse_json(std::string((std::istreambuf_iterator<char>(in)), {}));
     }
     return load_checkpoint_weights(dir / "ckpt").master;
   }
@@ -159,7 +159,7 @@ TEST_F(ZeroEquivalence, Bf16MemoryAndCommunicationFollowTheZeroFormulas) {
         const int64_t master = 4 * (stage >= 1 ? shard : psi_p);
         const int64_t moments = 8 * (stage >= 1 ? shard : psi_p);
         const int64_t ring = (stage == 3 ? 3 : 2) * psi_p * (ranks - 1) / ranks;
-        const Json::Array& rank_list = summary.at("ranks").as_array();
+        const Json& rank_list = summary.at("ranks");
         ASSERT_EQ(rank_list.size(), static_cast<size_t>(ranks)) << config.name();
         for (size_t r = 0; r < rank_list.size(); ++r) {
           const Json& rank = rank_list[r];
@@ -167,17 +167,17 @@ TEST_F(ZeroEquivalence, Bf16MemoryAndCommunicationFollowTheZeroFormulas) {
           const Json& host = rank.at("memory_bytes").at("host");
           const std::string where = config.name() + " rank " + std::to_string(r);
           const bool params_on_host = config.offload_params;
-          EXPECT_EQ(device.at("params").as_int(), params_on_host ? 0 : params) << where;
-          EXPECT_EQ(host.at("params").as_int(), params_on_host ? params : 0) << where;
-          EXPECT_EQ(device.at("grads").as_int(), grads) << where;
-          EXPECT_EQ(device.at("master_params").as_int(), offload ? 0 : master) << where;
-          EXPECT_EQ(device.at("optimizer_state").as_int(), offload ? 0 : moments) << where;
-          EXPECT_EQ(host.at("master_params").as_int(), offload ? master : 0) << where;
-          EXPECT_EQ(host.at("optimizer_state").as_int(), offload ? moments : 0) << where;
+          EXPECT_EQ(device.at("params").get<int64_t>(), params_on_host ? 0 : params) << where;
+          EXPECT_EQ(host.at("params").get<int64_t>(), params_on_host ? params : 0) << where;
+          EXPECT_EQ(device.at("grads").get<int64_t>(), grads) << where;
+          EXPECT_EQ(device.at("master_params").get<int64_t>(), offload ? 0 : master) << where;
+          EXPECT_EQ(device.at("optimizer_state").get<int64_t>(), offload ? 0 : moments) << where;
+          EXPECT_EQ(host.at("master_params").get<int64_t>(), offload ? master : 0) << where;
+          EXPECT_EQ(host.at("optimizer_state").get<int64_t>(), offload ? moments : 0) << where;
           // Beyond the ring volume: the loss (all stages) and, when the
           // gradients are partitioned, the overflow flag and the squared
           // norm: 1-element all-reduces sending at most 2 elements each.
-          const int64_t sent = rank.at("comm_elements_per_step").as_int();
+          const int64_t sent = rank.at("comm_elements_per_step").get<int64_t>();
           EXPECT_GE(sent, ring) << where;
           EXPECT_LE(sent, ring + (stage == 0 ? 2 : 6)) << where;
         }

@@ -95,13 +95,13 @@ int run(const std::string& dir) {
   export_hf_safetensors(dir + "/model.safetensors", config, weights, DType::kF32);
   export_hf_safetensors(dir + "/grads.safetensors", config, grad_values, DType::kF32);
   Json result = Json::object();
-  result.set("batch", Json(Json::Array{kBatch, kSeq}));
-  result.set("tokens", json_ids(tokens));
-  result.set("targets", json_ids(targets));
-  result.set("loss_fp32", static_cast<double>(loss));
-  result.set("loss_bf16", static_cast<double>(bf16_loss));
+  result["batch"] = {kBatch, kSeq};
+  result["tokens"] = json_ids(tokens);
+  result["targets"] = json_ids(targets);
+  result["loss_fp32"] = static_cast<double>(loss);
+  result["loss_bf16"] = static_cast<double>(bf16_loss);
   std::ofstream out(dir + "/parity.json");
-  out << result.dump() << '\n';
+  out << dump_json(result) << '\n';
   if (!out) throw std::runtime_error("cannot write " + dir + "/parity.json");
   return 0;
 }

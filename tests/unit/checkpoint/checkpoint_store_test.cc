@@ -56,9 +56,9 @@ struct TrainerData {
 
 Json trainer_state(int64_t step) {
   Json state = Json::object();
-  state.set("loss_scale", Json(65536.0));
-  state.set("sampler", Json::parse(R"({"epoch":2,"position":12345})"));
-  state.set("step", Json(step));
+  state["loss_scale"] = 65536.0;
+  state["sampler"] = parse_json(R"({"epoch":2,"position":12345})");
+  state["step"] = step;
   return state;
 }
 
@@ -448,12 +448,14 @@ TEST(ManifestTest, RefusesMalformedManifests) {
   EXPECT_THAT(refused("\"version\":1", "\"version\":2"), HasSubstr("unsupported version 2"));
   EXPECT_THAT(refused("mixtrain-checkpoint", "other"), HasSubstr("\"format\""));
   EXPECT_THAT(refused("\"step\":5", "\"step\":-5"), HasSubstr("negative step"));
-  EXPECT_THAT(refused("\"step\":5", "\"step\":\"5\""), HasSubstr("\"step\" is string"));
+  EXPECT_THAT(refused("\"step\":5", "\"step\":\"5\""),
+              HasSubstr("\"step\" must be an integer, not string"));
   EXPECT_THAT(refused("0000abcd", "abcd"), HasSubstr("not 8 hex digits"));
   EXPECT_THAT(refused("0000abcd", "0000abcx"), HasSubstr("not 8 hex digits"));
   EXPECT_THAT(refused("a.safetensors", "../a.safetensors"), HasSubstr("invalid file name"));
   EXPECT_THAT(refused("\"bytes\":10", "\"bytes\":-1"), HasSubstr("negative size"));
-  EXPECT_THAT(refused("\"state\":{}", "\"state\":[]"), HasSubstr("\"state\" is array"));
+  EXPECT_THAT(refused("\"state\":{}", "\"state\":[]"),
+              HasSubstr("\"state\" must be an object, not array"));
   EXPECT_THAT(refused(R"("crc32c","files")", R"("xxh64","files")"), HasSubstr("checksum"));
   EXPECT_THAT(refused("}],", R"(},{"name":"a.safetensors","bytes":1,"crc32c":"00000000"}],)"),
               HasSubstr("listed twice"));

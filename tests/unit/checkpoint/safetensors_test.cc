@@ -151,12 +151,15 @@ struct MalformedCase {
 TEST(SafetensorsTest, EveryMalformedFileIsRefusedWithItsProblem) {
   const std::string f32x2 = R"("dtype":"F32","shape":[2])";
   const std::vector<MalformedCase> cases = {
-      {"header length past end", "{}", "", 100, "header length 100 runs past the end of the 10-byte file"},
+      {"header length past end", "{}", "", 100,
+       "header length 100 runs past the end of the 10-byte file"},
       {"header length over limit", "{}", "", int64_t{1} << 40, "exceeds the limit"},
       {"not an object start", " {}", "", -1, "header does not start with '{'"},
       {"invalid json", R"({"a":)", "", -1, "header is not valid JSON: JSON parse error at byte 5"},
-      {"duplicate names", R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8]},"a":{)" + f32x2 +
-           R"(,"data_offsets":[8,16]}})", std::string(16, 'x'), -1, "a key not already in this object"},
+      {"duplicate names",
+       R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8]},"a":{)" + f32x2 +
+           R"(,"data_offsets":[8,16]}})",
+       std::string(16, 'x'), -1, "duplicate key \"a\""},
       {"unknown dtype", R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
        std::string(8, 'x'), -1, "tensor \"a\": unsupported dtype \"F64\""},
       {"negative dimension", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", "", -1,
@@ -167,17 +170,20 @@ TEST(SafetensorsTest, EveryMalformedFileIsRefusedWithItsProblem) {
        "data_offsets is not [begin, end]"},
       {"past the data", R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8]}})", std::string(6, 'x'), -1,
        "run past the 6-byte data section (truncated file?)"},
-      {"overlap", R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" + f32x2 +
-           R"(,"data_offsets":[4,12]}})", std::string(12, 'x'), -1, "tensor \"b\" overlaps"},
+      {"overlap",
+       R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" + f32x2 +
+           R"(,"data_offsets":[4,12]}})",
+       std::string(12, 'x'), -1, "tensor \"b\" overlaps"},
       {"hole", R"({"a":{)" + f32x2 + R"(,"data_offsets":[4,12]}})", std::string(12, 'x'), -1,
        "bytes [0, 4) before tensor \"a\" belong to no tensor"},
-      {"trailing bytes", R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8]}})", std::string(9, 'x'), -1,
-       "1 bytes after the last tensor belong to no tensor"},
+      {"trailing bytes", R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8]}})", std::string(9, 'x'),
+       -1, "1 bytes after the last tensor belong to no tensor"},
       {"unknown field", R"({"a":{)" + f32x2 + R"(,"data_offsets":[0,8],"extra":1}})",
        std::string(8, 'x'), -1, "tensor \"a\" has unknown field \"extra\""},
       {"missing field", R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", std::string(8, 'x'), -1,
        "lacks one of"},
-      {"metadata not string", R"({"__metadata__":{"k":1}})", "", -1, "metadata \"k\" is not a string"},
+      {"metadata not string", R"({"__metadata__":{"k":1}})", "", -1,
+       "metadata \"k\" is not a string"},
       {"entry not object", R"({"a":[1]})", "", -1, "tensor \"a\" is not an object"},
   };
   TempDir dir;

@@ -12,9 +12,10 @@
 #include <string>
 #include <thread>
 
-#include "server/coordinator_server.h"
+#include "engine/train/train_summary.h"
 #include "fake_worker.h"
 #include "proto/mixtrain.grpc.pb.h"
+#include "server/coordinator_server.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain::server::testing_support {
@@ -29,6 +30,21 @@ inline std::string spec(int workers = 1, int max_restarts = 0, const std::string
   return "name: " + name + "\ndata: {train: builtin:demo}\ntrain: {steps: 10, warmup_steps: 2}\n" +
          "resources: {workers: " + std::to_string(workers) + ", backend: " + backend + "}\n" +
          "retries: {max_restarts: " + std::to_string(max_restarts) + "}\n";
+}
+
+// What rank `rank` of a job named "t" sends when it succeeds: its own
+// summary, `ranks` holding its own entry.
+inline TrainSummary rank_summary(int rank, int64_t steps = 10) {
+  TrainSummary summary;
+  summary.name = "t";
+  summary.status = "succeeded";
+  summary.steps = steps;
+  summary.compute_dtype = "fp32";
+  summary.ranks.push_back(RankSummary{.rank = rank, .comm_bytes_per_step = 1000 + rank});
+  return summary;
+}
+inline std::string rank_summary_json(int rank, int64_t steps = 10) {
+  return dump_json(rank_summary(rank, steps).to_json());
 }
 
 class ClusterTest : public testing::Test {

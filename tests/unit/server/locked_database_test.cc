@@ -16,6 +16,7 @@ namespace mixtrain::server {
 namespace {
 
 using testing_support::ClusterTest;
+using testing_support::rank_summary_json;
 using testing_support::spec;
 
 // Holds the write lock of the SQLite database at `path` for `duration`
@@ -46,7 +47,8 @@ TEST_F(ClusterTest, AJobFinishingWhileTheDatabaseIsLockedSucceedsOnceItIsFree) {
   const grpc::Status log = rank->log(task, {"the last line"});
   EXPECT_EQ(log.error_code(), grpc::StatusCode::UNAVAILABLE) << log.error_message();
   EXPECT_NE(log.error_message().find("database is locked"), std::string::npos);
-  EXPECT_TRUE(rank->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", "{}", /*step=*/10).ok());
+  EXPECT_TRUE(
+      rank->report(task, v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(0), /*step=*/10).ok());
   holder.join();
 
   // Once the lock is gone the kept ending commits; the job ends right.
@@ -58,7 +60,7 @@ TEST_F(ClusterTest, AJobFinishingWhileTheDatabaseIsLockedSucceedsOnceItIsFree) {
   }
   EXPECT_EQ(finished.state(), v1::JOB_STATE_SUCCEEDED) << finished.message();
   EXPECT_EQ(finished.progress().step(), 10);
-  EXPECT_EQ(finished.summary_json(), R"({"ranks":[]})");
+  EXPECT_EQ(finished.summary_json(), rank_summary_json(0));
 }
 
 }  // namespace

@@ -8,8 +8,6 @@
 
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "cluster_fixture.h"
 
 namespace mixtrain::server {
@@ -17,6 +15,8 @@ namespace {
 
 using testing_support::ClusterTest;
 using testing_support::FakeWorker;
+using testing_support::rank_summary;
+using testing_support::rank_summary_json;
 using testing_support::spec;
 
 using SchedulerTest = ClusterTest;
@@ -116,20 +116,15 @@ TEST_F(SchedulerTest, JobSucceedsWhenEveryRankDoesWithTheRankSummariesMerged) {
   ASSERT_TRUE(by_rank[0]->report(tasks[0], v1::TASK_OUTCOME_RUNNING, "", "", 4).ok());
   EXPECT_TRUE(eventually([&] { return job(id).progress().step() == 4; }));
   ASSERT_TRUE(
-      by_rank[1]
-          ->report(tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", R"({"ranks":[{"rank":1,"x":1}]})")
-          .ok());
+      by_rank[1]->report(tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(1, 9)).ok());
   EXPECT_EQ(job(id).state(), v1::JOB_STATE_RUNNING);
-  ASSERT_TRUE(by_rank[0]
-                  ->report(tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "",
-                           R"({"name":"t","steps":10,"ranks":[{"rank":0,"x":0}]})", 10)
-                  .ok());
+  ASSERT_TRUE(
+      by_rank[0]->report(tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(0), 10).ok());
   const v1::Job done = await_state(id, v1::JOB_STATE_SUCCEEDED);
-  const nlohmann::json summary = nlohmann::json::parse(done.summary_json());
-  EXPECT_EQ(summary["name"], "t");
-  ASSERT_EQ(summary["ranks"].size(), 2u);
-  EXPECT_EQ(summary["ranks"][0]["rank"], 0);
-  EXPECT_EQ(summary["ranks"][1]["x"], 1);
+  // Rank 0's summary with both ranks' entries, in rank order.
+  TrainSummary expected = rank_summary(0);
+  expected.ranks.push_back(rank_summary(1).ranks[0]);
+  EXPECT_EQ(done.summary_json(), dump_json(expected.to_json()));
   EXPECT_EQ(done.progress().step(), 10);
   EXPECT_EQ(done.restarts(), 0);
   ASSERT_GE(done.events_size(), 3);

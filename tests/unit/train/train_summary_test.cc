@@ -20,8 +20,8 @@ const char* const kHostKeys[] = {"master_params", "optimizer_state", "params", "
 // Sum of every member of `pool` but "peak".
 int64_t category_sum(const Json& pool) {
   int64_t sum = 0;
-  for (const auto& [key, value] : pool.as_object())
-    if (key != "peak") sum += value.as_int();
+  for (const auto& [key, value] : pool.items())
+    if (key != "peak") sum += value.get<int64_t>();
   return sum;
 }
 
@@ -29,43 +29,43 @@ TEST(TrainSummaryTest, JsonHasEveryDesignKeyAndMemoryAddsUp) {
   std::unique_ptr<Backend> backend = make_backend("cpu");
   Trainer trainer(*backend, tiny_spec(DType::kBF16, 3, fresh_dir("ckpt")));
   const TrainSummary summary = trainer.run();
-  const Json json = Json::parse(summary.to_json().dump());
+  const Json json = parse_json(dump_json(summary.to_json()));
 
-  ASSERT_EQ(json.as_object().size(), std::size(kTopKeys));
-  for (size_t i = 0; i < std::size(kTopKeys); ++i)
-    EXPECT_EQ(json.as_object()[i].first, kTopKeys[i]);
-  EXPECT_EQ(json.at("name").as_string(), "tiny");
-  EXPECT_EQ(json.at("status").as_string(), "succeeded");
-  EXPECT_EQ(json.at("steps").as_int(), 3);
-  EXPECT_EQ(json.at("world_size").as_int(), 1);
-  EXPECT_EQ(json.at("compute_dtype").as_string(), "bf16");
-  EXPECT_TRUE(json.at("final_val_loss").is_double());
-  EXPECT_EQ(json.at("param_count").as_int(), trainer.layout().numel());
+  ASSERT_EQ(json.size(), std::size(kTopKeys));
+  size_t i = 0;
+  for (const auto& [key, unused] : json.items()) EXPECT_EQ(key, kTopKeys[i++]);
+  EXPECT_EQ(json.at("name").get<std::string>(), "tiny");
+  EXPECT_EQ(json.at("status").get<std::string>(), "succeeded");
+  EXPECT_EQ(json.at("steps").get<int64_t>(), 3);
+  EXPECT_EQ(json.at("world_size").get<int64_t>(), 1);
+  EXPECT_EQ(json.at("compute_dtype").get<std::string>(), "bf16");
+  EXPECT_TRUE(json.at("final_val_loss").is_number_float());
+  EXPECT_EQ(json.at("param_count").get<int64_t>(), trainer.layout().numel());
 
-  const Json::Array& ranks = json.at("ranks").as_array();
+  const Json& ranks = json.at("ranks");
   ASSERT_EQ(ranks.size(), 1u);
-  EXPECT_EQ(ranks[0].at("rank").as_int(), 0);
-  EXPECT_EQ(ranks[0].at("comm_elements_per_step").as_int(), 0);
-  EXPECT_EQ(ranks[0].at("comm_bytes_per_step").as_int(), 0);
+  EXPECT_EQ(ranks[0].at("rank").get<int64_t>(), 0);
+  EXPECT_EQ(ranks[0].at("comm_elements_per_step").get<int64_t>(), 0);
+  EXPECT_EQ(ranks[0].at("comm_bytes_per_step").get<int64_t>(), 0);
   const Json& device = ranks[0].at("memory_bytes").at("device");
   const Json& host = ranks[0].at("memory_bytes").at("host");
-  ASSERT_EQ(device.as_object().size(), std::size(kDeviceKeys));
-  for (const char* key : kDeviceKeys) EXPECT_NE(device.find(key), nullptr) << key;
-  ASSERT_EQ(host.as_object().size(), std::size(kHostKeys));
-  for (const char* key : kHostKeys) EXPECT_NE(host.find(key), nullptr) << key;
+  ASSERT_EQ(device.size(), std::size(kDeviceKeys));
+  for (const char* key : kDeviceKeys) EXPECT_TRUE(device.contains(key)) << key;
+  ASSERT_EQ(host.size(), std::size(kHostKeys));
+  for (const char* key : kHostKeys) EXPECT_TRUE(host.contains(key)) << key;
 
   const MemoryTracker& tracker = backend->memory();
   EXPECT_EQ(category_sum(device), static_cast<int64_t>(tracker.current_total(MemoryPool::kDevice)));
   EXPECT_EQ(category_sum(host), static_cast<int64_t>(tracker.current_total(MemoryPool::kHost)));
-  EXPECT_EQ(device.at("peak").as_int(),
+  EXPECT_EQ(device.at("peak").get<int64_t>(),
             static_cast<int64_t>(tracker.peak_total(MemoryPool::kDevice)));
   // Model state of bf16 mixed precision (DESIGN.md §6, stage 0): 2 + 2 + 12 bytes per parameter.
   const int64_t psi = trainer.layout().numel();
-  EXPECT_EQ(device.at("params").as_int(), 2 * psi);
-  EXPECT_EQ(device.at("grads").as_int(), 2 * psi);
-  EXPECT_EQ(device.at("master_params").as_int(), 4 * psi);
-  EXPECT_EQ(device.at("optimizer_state").as_int(), 8 * psi);
-  EXPECT_GT(device.at("activations").as_int(), 0);
+  EXPECT_EQ(device.at("params").get<int64_t>(), 2 * psi);
+  EXPECT_EQ(device.at("grads").get<int64_t>(), 2 * psi);
+  EXPECT_EQ(device.at("master_params").get<int64_t>(), 4 * psi);
+  EXPECT_EQ(device.at("optimizer_state").get<int64_t>(), 8 * psi);
+  EXPECT_GT(device.at("activations").get<int64_t>(), 0);
 }
 
 TEST(TrainSummaryTest, Fp32KeepsNoSecondWeightCopyAndFp32GradsOptionWidensGrads) {
@@ -93,6 +93,53 @@ TEST(TrainSummaryTest, UnsetLossesAreNull) {
   const Json json = summary.to_json();
   EXPECT_TRUE(json.at("final_train_loss").is_null());
   EXPECT_TRUE(json.at("final_val_loss").is_null());
+  EXPECT_EQ(TrainSummary::from_json(json), summary);
+}
+
+TEST(TrainSummaryTest, FromJsonReadsBackWhatARunWrote) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  Trainer trainer(*backend, tiny_spec(DType::kF16, 2, fresh_dir("read")));
+  const TrainSummary summary = trainer.run();
+  const TrainSummary read = TrainSummary::from_json(parse_json(dump_json(summary.to_json())));
+  EXPECT_EQ(read, summary);
+  EXPECT_EQ(dump_json(read.to_json()), dump_json(summary.to_json()));
+}
+
+TEST(TrainSummaryTest, FromJsonNamesWhatIsMissingOrMistyped) {
+  TrainSummary summary;
+  summary.ranks.push_back(RankSummary{});
+  Json json = summary.to_json();
+  json["ranks"][0]["memory_bytes"]["host"].erase("peak");
+  try {
+    TrainSummary::from_json(json);
+    FAIL() << "a summary without host peak was read";
+  } catch (const EngineError& error) {
+    EXPECT_STREQ(error.what(), "summary JSON: missing \"ranks[].memory_bytes.host.peak\"");
+  }
+  json = summary.to_json();
+  json["steps"] = "ten";
+  EXPECT_THROW(TrainSummary::from_json(json), EngineError);
+  json = summary.to_json();
+  json["ranks"][0]["memory_bytes"]["device"]["grads"] = -1;
+  EXPECT_THROW(TrainSummary::from_json(json), EngineError);
+}
+
+TEST(TrainSummaryTest, MergeTakesRankZerosFieldsAndEveryRanksEntrySorted) {
+  std::vector<TrainSummary> summaries(3);
+  for (int rank : {0, 1, 2}) {
+    summaries[rank].name = "job";
+    summaries[rank].steps = 10 + rank;
+    summaries[rank].ranks.push_back(RankSummary{.rank = rank, .comm_bytes_per_step = 100 * rank});
+  }
+  std::swap(summaries[1], summaries[2]);  // ranks may report in any order after rank 0
+  const TrainSummary merged = merge_rank_summaries(summaries);
+  EXPECT_EQ(merged.steps, 10);
+  ASSERT_EQ(merged.ranks.size(), 3u);
+  for (int rank : {0, 1, 2}) {
+    EXPECT_EQ(merged.ranks[rank].rank, rank);
+    EXPECT_EQ(merged.ranks[rank].comm_bytes_per_step, 100 * rank);
+  }
+  EXPECT_THROW(merge_rank_summaries({}), EngineError);
 }
 
 }  // namespace

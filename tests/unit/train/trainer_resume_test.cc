@@ -54,7 +54,7 @@ TEST_P(TrainerResumeTest, ResumedRunIsBitIdenticalToStraightRun) {
   EXPECT_TRUE(same_bits(master_of(straight), master_of(resumed)));
   EXPECT_EQ(resumed_summary.steps, 2 * kHalf);
   EXPECT_EQ(resumed_summary.skipped_steps, straight_summary.skipped_steps);
-  EXPECT_EQ(resumed_summary.nonfinite_events(), straight_summary.nonfinite_events());
+  EXPECT_EQ(resumed_summary.nonfinite_events, straight_summary.nonfinite_events);
   EXPECT_EQ(resumed_summary.loss_scale, straight_summary.loss_scale);
   EXPECT_EQ(resumed_summary.final_train_loss, straight_summary.final_train_loss);
   EXPECT_EQ(resumed_summary.final_val_loss, straight_summary.final_val_loss);

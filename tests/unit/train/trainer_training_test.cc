@@ -74,29 +74,25 @@ TEST(TrainerLossScalingTest, HugeInitialScaleSkipsAndBacksOffThenTrains) {
   ASSERT_GT(skipped, 0);
   EXPECT_TRUE(recorded.steps.front().skipped);
   EXPECT_EQ(summary.skipped_steps, skipped);
-  EXPECT_EQ(summary.nonfinite_events(), skipped);
+  EXPECT_EQ(summary.nonfinite_events, skipped);
   ASSERT_EQ(recorded.lines.size(), static_cast<size_t>(skipped));
   EXPECT_NE(recorded.lines.front().find("step 1: overflow in"), std::string::npos)
       << recorded.lines.front();
   // Each skip (hysteresis 1) halved the scale, and 2000 clean steps never passed.
   EXPECT_EQ(summary.loss_scale, std::ldexp(1.0, 30 - static_cast<int>(skipped)));
   EXPECT_EQ(recorded.steps.front().loss_scale, std::ldexp(1.0, 29));
-  int64_t nan_steps = 0;
   for (const StepProgress& p : recorded.steps) {
     if (p.skipped) {
       EXPECT_EQ(p.grad_norm, 0.0);
       // An overflow of scaled fp16 gradients: a finite loss, non-finite gradients.
       EXPECT_TRUE(p.nonfinite_kind == "nan" || p.nonfinite_kind == "inf") << p.nonfinite_kind;
       EXPECT_EQ(p.nonfinite_where, "grads");
-      nan_steps += p.nonfinite_kind == "nan" ? 1 : 0;
     } else {
       EXPECT_TRUE(p.nonfinite_kind.empty());
     }
     EXPECT_GT(p.seconds, 0.0);
     EXPECT_GT(p.tokens, 0.0);
   }
-  EXPECT_EQ(summary.nan_events, nan_steps);
-  EXPECT_EQ(summary.inf_events, skipped - nan_steps);
   EXPECT_LT(mean_loss(recorded.steps, 55, 60), mean_loss(recorded.steps, 0, 5) - 1.5);
 }
 
