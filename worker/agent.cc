@@ -5,6 +5,7 @@
 #include <optional>
 #include <thread>
 
+#include "engine/common/json.h"
 #include "net/backoff.h"
 #include "net/net_address.h"
 #include "proto/running_task.h"
@@ -383,10 +384,13 @@ void Agent::start_task(const v1::Task& task) {
   };
   events.on_finished = [this, running, progress, name = task_name(task)](const TaskResult& result) {
     metrics_.end_task(result.outcome);
-    if (progress->on_summary(result.summary_json)) {
+    std::string summary_json;
+    if (result.summary) {
+      progress->on_summary(*result.summary);
       reporter_.progress(running, progress->progress());
+      summary_json = dump_json(result.summary->to_json());
     }
-    reporter_.finish(running, result.outcome, result.message, result.summary_json);
+    reporter_.finish(running, result.outcome, result.message, summary_json);
     say("mixtrain-worker: " + name + " " + task_outcome_label(result.outcome) +
         (result.message.empty() ? "" : ": " + result.message));
   };

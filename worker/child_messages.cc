@@ -1,138 +1,139 @@
 // Why: see child_messages.h.
 #include "worker/child_messages.h"
 
-#include <cmath>
-#include <nlohmann/json.hpp>
+#include "engine/common/error.h"
+#include "proto/task_process.pb.h"
+#include "worker/frame_pipe.h"
 
 namespace mixtrain::worker {
 namespace {
 
-using json = nlohmann::ordered_json;
-
-json memory_json(const MemoryReport& memory) {
-  json out = json::object();
+void memory_to_proto(const MemoryReport& memory, task::StepReport& out) {
   for (int p = 0; p < kNumMemoryPools; ++p) {
-    json pool = json::object();
-    for (int c = 0; c < kNumMemoryCategories; ++c)
-      pool[memory_category_name(static_cast<MemoryCategory>(c))] = memory.current[p][c];
-    pool["peak"] = memory.peak_total[p];
-    out[memory_pool_name(static_cast<MemoryPool>(p))] = std::move(pool);
+    task::PoolBytes* pool = out.add_memory();
+    for (int c = 0; c < kNumMemoryCategories; ++c) pool->add_current(memory.current[p][c]);
+    pool->set_peak(memory.peak_total[p]);
   }
-  return out;
 }
 
-MemoryReport memory_from_json(const json& in) {
-  MemoryReport out;
+// False when `in` does not list every pool and category.
+bool memory_from_proto(const task::StepReport& in, MemoryReport& out) {
+  if (in.memory_size() != kNumMemoryPools) return false;
   for (int p = 0; p < kNumMemoryPools; ++p) {
-    const json& pool = in.at(memory_pool_name(static_cast<MemoryPool>(p)));
-    for (int c = 0; c < kNumMemoryCategories; ++c)
-      out.current[p][c] =
-          pool.at(memory_category_name(static_cast<MemoryCategory>(c))).get<size_t>();
-    out.peak_total[p] = pool.at("peak").get<size_t>();
+    const task::PoolBytes& pool = in.memory(p);
+    if (pool.current_size() != kNumMemoryCategories) return false;
+    for (int c = 0; c < kNumMemoryCategories; ++c) out.current[p][c] = pool.current(c);
+    out.peak_total[p] = pool.peak();
   }
-  return out;
+  return true;
 }
 
-json comm_json(const CommStats& comm) {
-  json out = json::object();
+void comm_to_proto(const CommStats& comm, task::StepReport& out) {
   for (int op = 0; op < kNumCommOps; ++op) {
-    const CommOpStats& stats = comm.ops[op];
-    out[comm_op_name(static_cast<CommOp>(op))] = {
-        {"calls", stats.calls}, {"bytes", stats.bytes_sent}, {"seconds", stats.seconds}};
+    task::CommOpTotals* totals = out.add_comm();
+    totals->set_calls(comm.ops[op].calls);
+    totals->set_bytes(comm.ops[op].bytes_sent);
+    totals->set_seconds(comm.ops[op].seconds);
   }
-  return out;
 }
 
-CommStats comm_from_json(const json& in) {
-  CommStats out;
+bool comm_from_proto(const task::StepReport& in, CommStats& out) {
+  if (in.comm_size() != kNumCommOps) return false;
   for (int op = 0; op < kNumCommOps; ++op) {
-    const json& stats = in.at(comm_op_name(static_cast<CommOp>(op)));
-    out.ops[op].calls = stats.at("calls").get<int64_t>();
-    out.ops[op].bytes_sent = stats.at("bytes").get<int64_t>();
-    out.ops[op].seconds = stats.at("seconds").get<double>();
+    out.ops[op].calls = in.comm(op).calls();
+    out.ops[op].bytes_sent = in.comm(op).bytes();
+    out.ops[op].seconds = in.comm(op).seconds();
   }
-  return out;
+  return true;
 }
 
-// JSON has no NaN or infinity: a non-finite loss travels as null.
-json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
-double number_from(const json& value) {
-  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+std::optional<StepReport> step_from_proto(const task::StepReport& in) {
+  StepReport out;
+  StepProgress& p = out.progress;
+  p.step = in.step();
+  p.steps = in.steps();
+  p.loss = in.loss();
+  p.loss_scale = in.loss_scale();
+  p.lr = in.lr();
+  p.grad_norm = in.grad_norm();
+  p.tokens_per_second = in.tokens_per_second();
+  p.skipped = in.skipped();
+  p.nonfinite_kind = in.nonfinite_kind();
+  p.nonfinite_where = in.nonfinite_where();
+  p.seconds = in.seconds();
+  p.tokens = in.tokens();
+  out.rank_tokens = in.rank_tokens();
+  out.model_flops = in.model_flops();
+  if (!memory_from_proto(in, out.memory) || !comm_from_proto(in, out.comm)) return std::nullopt;
+  return out;
 }
 
 }  // namespace
 
 std::string encode_step(const StepReport& step) {
   const StepProgress& p = step.progress;
-  const json out = {{"type", "step"},
-                    {"step", p.step},
-                    {"steps", p.steps},
-                    {"loss", number(p.loss)},
-                    {"loss_scale", p.loss_scale},
-                    {"lr", p.lr},
-                    {"grad_norm", number(p.grad_norm)},
-                    {"tokens_per_second", p.tokens_per_second},
-                    {"skipped", p.skipped},
-                    {"nonfinite_kind", p.nonfinite_kind},
-                    {"nonfinite_where", p.nonfinite_where},
-                    {"seconds", p.seconds},
-                    {"tokens", p.tokens},
-                    {"rank_tokens", step.rank_tokens},
-                    {"model_flops", step.model_flops},
-                    {"memory", memory_json(step.memory)},
-                    {"comm", comm_json(step.comm)}};
-  return out.dump();
+  task::ChildReport report;
+  task::StepReport& out = *report.mutable_step();
+  out.set_step(p.step);
+  out.set_steps(p.steps);
+  out.set_loss(p.loss);
+  out.set_loss_scale(p.loss_scale);
+  out.set_lr(p.lr);
+  out.set_grad_norm(p.grad_norm);
+  out.set_tokens_per_second(p.tokens_per_second);
+  out.set_skipped(p.skipped);
+  out.set_nonfinite_kind(p.nonfinite_kind);
+  out.set_nonfinite_where(p.nonfinite_where);
+  out.set_seconds(p.seconds);
+  out.set_tokens(p.tokens);
+  out.set_rank_tokens(step.rank_tokens);
+  out.set_model_flops(step.model_flops);
+  memory_to_proto(step.memory, out);
+  comm_to_proto(step.comm, out);
+  return encode_frame(report);
 }
 
 std::string encode_eval(const EvalProgress& eval) {
-  return json{{"type", "eval"}, {"step", eval.step}, {"val_loss", number(eval.val_loss)}}.dump();
+  task::ChildReport report;
+  report.mutable_eval()->set_step(eval.step);
+  report.mutable_eval()->set_val_loss(eval.val_loss);
+  return encode_frame(report);
 }
 
 std::string encode_summary(const TrainSummary& summary) {
-  return dump_json({{"type", "summary"}, {"summary", summary.to_json()}});
+  task::ChildReport report;
+  report.set_summary_json(dump_json(summary.to_json()));
+  return encode_frame(report);
 }
 
-std::optional<ChildMessage> decode_child_message(std::string_view line) {
-  const json in = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!in.is_object()) return std::nullopt;
-  try {
-    ChildMessage out;
-    const std::string type = in.at("type").get<std::string>();
-    if (type == "step") {
+std::optional<ChildMessage> decode_child_message(std::string_view frame) {
+  task::ChildReport report;
+  if (!report.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) return std::nullopt;
+  ChildMessage out;
+  switch (report.report_case()) {
+    case task::ChildReport::kStep: {
+      std::optional<StepReport> step = step_from_proto(report.step());
+      if (!step) return std::nullopt;
       out.kind = ChildMessage::Kind::kStep;
-      StepProgress& p = out.step.progress;
-      p.step = in.at("step").get<int64_t>();
-      p.steps = in.at("steps").get<int64_t>();
-      p.loss = number_from(in.at("loss"));
-      p.loss_scale = in.at("loss_scale").get<double>();
-      p.lr = in.at("lr").get<double>();
-      p.grad_norm = number_from(in.at("grad_norm"));
-      p.tokens_per_second = in.at("tokens_per_second").get<double>();
-      p.skipped = in.at("skipped").get<bool>();
-      p.nonfinite_kind = in.at("nonfinite_kind").get<std::string>();
-      p.nonfinite_where = in.at("nonfinite_where").get<std::string>();
-      p.seconds = in.at("seconds").get<double>();
-      p.tokens = in.at("tokens").get<double>();
-      out.step.rank_tokens = in.at("rank_tokens").get<double>();
-      out.step.model_flops = in.at("model_flops").get<double>();
-      out.step.memory = memory_from_json(in.at("memory"));
-      out.step.comm = comm_from_json(in.at("comm"));
-    } else if (type == "eval") {
-      out.kind = ChildMessage::Kind::kEval;
-      out.eval.step = in.at("step").get<int64_t>();
-      out.eval.val_loss = number_from(in.at("val_loss"));
-    } else if (type == "summary") {
-      out.kind = ChildMessage::Kind::kSummary;
-      const json& summary = in.at("summary");
-      if (!summary.is_object()) return std::nullopt;
-      out.summary_json = summary.dump();
-    } else {
-      return std::nullopt;
+      out.step = std::move(*step);
+      return out;
     }
-    return out;
-  } catch (const json::exception&) {
-    return std::nullopt;
+    case task::ChildReport::kEval:
+      out.kind = ChildMessage::Kind::kEval;
+      out.eval = {report.eval().step(), report.eval().val_loss()};
+      return out;
+    case task::ChildReport::kSummaryJson:
+      try {
+        out.kind = ChildMessage::Kind::kSummary;
+        out.summary = TrainSummary::from_json(parse_json(report.summary_json()));
+        return out;
+      } catch (const EngineError&) {
+        return std::nullopt;
+      }
+    case task::ChildReport::REPORT_NOT_SET:
+      break;
   }
+  return std::nullopt;
 }
 
 }  // namespace mixtrain::worker

@@ -1,17 +1,10 @@
 // Why: the task process tells its agent how training goes over a pipe
-// (fd kReportFd), one JSON object per line, so the agent can update
-// Prometheus series and report progress without sharing memory with a
-// process that may crash. Lines are written whole by the child and read
-// whole by the agent; a malformed line is dropped, never fatal.
-//
-//   {"type":"step", "step":..,"steps":..,"loss":..,"loss_scale":..,"lr":..,
-//    "grad_norm":..,"tokens_per_second":..,"skipped":bool,
-//    "nonfinite_kind":"nan|inf|","nonfinite_where":"loss|grads|",
-//    "seconds":..,"tokens":..,"rank_tokens":..,"model_flops":..,
-//    "memory":{"device":{<category>:bytes,...,"peak":bytes},"host":{...}},
-//    "comm":{"all_reduce":{"bytes":..,"seconds":..},...}}   (comm: cumulative)
-//   {"type":"eval","step":..,"val_loss":..}
-//   {"type":"summary","summary":{...DESIGN.md §5, ranks = this rank only}}
+// (fd kReportFd), so the agent can update Prometheus series and report
+// progress without sharing memory with a process that may crash. Each
+// report is a task::ChildReport (proto/task_process.proto) in one frame
+// (frame_pipe.h); these turn the engine's structs into reports and back.
+// A report that does not parse, or a summary that is not one, is dropped,
+// never fatal.
 #pragma once
 
 #include <optional>
@@ -39,18 +32,18 @@ struct StepReport {
 struct ChildMessage {
   enum class Kind { kStep, kEval, kSummary };
   Kind kind = Kind::kStep;
-  StepReport step;           // kStep
-  EvalProgress eval;         // kEval
-  std::string summary_json;  // kSummary: the summary object as compact JSON
+  StepReport step;       // kStep
+  EvalProgress eval;     // kEval
+  TrainSummary summary;  // kSummary
 };
 
-// One line each (no trailing newline). Never throw: a non-finite loss
-// (a diverged run) is written as null, in the summary too.
+// One frame each, ready for the pipe. Never throw: losses travel as they
+// are, NaN included.
 std::string encode_step(const StepReport& step);
 std::string encode_eval(const EvalProgress& eval);
 std::string encode_summary(const TrainSummary& summary);
 
-// The message `line` holds; nullopt when it is not one these wrote.
-std::optional<ChildMessage> decode_child_message(std::string_view line);
+// The message one frame's bytes hold; nullopt when they hold none of these.
+std::optional<ChildMessage> decode_child_message(std::string_view frame);
 
 }  // namespace mixtrain::worker

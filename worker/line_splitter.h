@@ -1,6 +1,6 @@
-// Why: the agent reads its task process's stdout, stderr and report pipe
-// in chunks as they arrive, but forwards and parses whole lines; this
-// turns the chunks back into lines, cutting overlong ones so that a child
+// Why: the agent reads its task process's stdout and stderr in chunks as
+// they arrive, but forwards whole lines; this turns the chunks back into
+// lines, cutting overlong ones so that a child
 // printing without newlines cannot make the agent hold unbounded memory.
 #pragma once
 
@@ -9,9 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include "worker/chunk_splitter.h"
+
 namespace mixtrain::worker {
 
-class LineSplitter {
+class LineSplitter : public ChunkSplitter {
  public:
   // Lines longer than this are cut into pieces of this length.
   static constexpr size_t kMaxLine = 16 * 1024;
@@ -20,9 +22,9 @@ class LineSplitter {
   explicit LineSplitter(std::function<void(std::string)> on_line) : on_line_(std::move(on_line)) {}
 
   // Adds bytes; calls on_line for each line they complete.
-  void add(std::string_view bytes);
+  void add(std::string_view bytes) override;
   // Hands out what is left after the last newline as a final line, if any.
-  void finish();
+  void finish() override;
 
  private:
   std::function<void(std::string)> on_line_;

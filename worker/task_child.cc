@@ -29,10 +29,9 @@
 namespace mixtrain::worker {
 namespace {
 
-// Writes `line` and a newline to the report pipe (whole, retrying short
+// Writes one report frame to the report pipe (whole, retrying short
 // writes); a closed or absent pipe is ignored, training goes on.
-void report(const std::string& line) {
-  const std::string text = line + "\n";
+void report(const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(kReportFd, text.data() + done, text.size() - done);

@@ -1,63 +1,49 @@
 // Why: see task_launch.h.
 #include "worker/task_launch.h"
 
-#include <google/protobuf/util/json_util.h>
-
-#include <nlohmann/json.hpp>
+#include "proto/task_process.pb.h"
 
 namespace mixtrain::worker {
 
 std::string encode_task_launch(const TaskLaunch& launch) {
-  std::string task;
-  // Serializing a valid message to JSON cannot fail.
-  (void)google::protobuf::util::MessageToJsonString(launch.task, &task);
-  nlohmann::json out = {{"task", nlohmann::json::parse(task)},
-                        {"backend", launch.backend},
-                        {"coordinator", launch.connection.address},
-                        {"join_token", launch.connection.join_token},
-                        {"worker_id", launch.connection.worker_id},
-                        {"worker_secret", launch.connection.worker_secret},
-                        {"tls_ca_file", launch.connection.channel.tls_ca_file},
-                        {"tls_server_name", launch.connection.channel.tls_server_name},
-                        {"data_address", launch.data_address},
-                        {"data_iface", launch.data_iface},
-                        {"threads", launch.threads}};
-  return out.dump();
+  task::TaskLaunch out;
+  *out.mutable_task() = launch.task;
+  out.set_backend(launch.backend);
+  out.set_coordinator(launch.connection.address);
+  out.set_join_token(launch.connection.join_token);
+  out.set_worker_id(launch.connection.worker_id);
+  out.set_worker_secret(launch.connection.worker_secret);
+  out.set_tls_ca_file(launch.connection.channel.tls_ca_file);
+  out.set_tls_server_name(launch.connection.channel.tls_server_name);
+  out.set_data_address(launch.data_address);
+  out.set_data_iface(launch.data_iface);
+  out.set_threads(launch.threads);
+  return out.SerializeAsString();
 }
 
 std::optional<TaskLaunch> decode_task_launch(std::string_view text, std::string& error) {
-  const nlohmann::json in = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!in.is_object()) {
-    error = "the task launch on stdin is not a JSON object";
+  task::TaskLaunch in;
+  if (!in.ParseFromArray(text.data(), static_cast<int>(text.size())) || !in.has_task()) {
+    error = "the task launch on stdin is not a TaskLaunch message";
     return std::nullopt;
   }
-  try {
-    TaskLaunch out;
-    const auto status =
-        google::protobuf::util::JsonStringToMessage(in.at("task").dump(), &out.task);
-    if (!status.ok()) {
-      error = "the task launch holds no valid task: " + std::string(status.message());
-      return std::nullopt;
-    }
-    out.backend = in.at("backend").get<std::string>();
-    out.connection.address = in.at("coordinator").get<std::string>();
-    out.connection.join_token = in.at("join_token").get<std::string>();
-    out.connection.worker_id = in.at("worker_id").get<std::string>();
-    out.connection.worker_secret = in.at("worker_secret").get<std::string>();
-    out.connection.channel.tls_ca_file = in.at("tls_ca_file").get<std::string>();
-    out.connection.channel.tls_server_name = in.at("tls_server_name").get<std::string>();
-    out.data_address = in.at("data_address").get<std::string>();
-    out.data_iface = in.at("data_iface").get<std::string>();
-    out.threads = in.at("threads").get<int>();
-    if (out.threads < 1) {
-      error = "the task launch asks for " + std::to_string(out.threads) + " threads";
-      return std::nullopt;
-    }
-    return out;
-  } catch (const nlohmann::json::exception& e) {
-    error = std::string("the task launch is malformed: ") + e.what();
+  if (in.threads() < 1) {
+    error = "the task launch asks for " + std::to_string(in.threads()) + " threads";
     return std::nullopt;
   }
+  TaskLaunch out;
+  out.task = in.task();
+  out.backend = in.backend();
+  out.connection.address = in.coordinator();
+  out.connection.join_token = in.join_token();
+  out.connection.worker_id = in.worker_id();
+  out.connection.worker_secret = in.worker_secret();
+  out.connection.channel.tls_ca_file = in.tls_ca_file();
+  out.connection.channel.tls_server_name = in.tls_server_name();
+  out.data_address = in.data_address();
+  out.data_iface = in.data_iface();
+  out.threads = in.threads();
+  return out;
 }
 
 }  // namespace mixtrain::worker

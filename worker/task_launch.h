@@ -1,8 +1,8 @@
 // Why: the agent hands a task to its task process on the child's stdin
-// (never on the command line, where the tokens would show in `ps`):
-// one JSON object with the task, the agent's backend, how to reach the
-// coordinator's rendezvous store, the address to bind for peers and the
-// threads to use.
+// (never on the command line, where the tokens would show in `ps`): the
+// task, the agent's backend, how to reach the coordinator's rendezvous
+// store, the address to bind for peers and the threads to use, as one
+// task::TaskLaunch message (proto/task_process.proto).
 #pragma once
 
 #include <optional>
@@ -23,9 +23,7 @@ struct TaskLaunch {
   int threads = 1;           // CPU threads of the rank (OpenMP)
 };
 
-// {"task":{...protobuf JSON of Task...},"backend":..,"coordinator":..,
-//  "join_token":..,"worker_id":..,"worker_secret":..,"tls_ca_file":..,"tls_server_name":..,"data_address":..,
-//  "data_iface":..,"threads":..}
+// The serialized task::TaskLaunch, all of stdin.
 std::string encode_task_launch(const TaskLaunch& launch);
 
 // The launch `text` holds; nullopt (and `error` set) when it is malformed.

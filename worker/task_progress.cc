@@ -2,8 +2,6 @@
 #include "worker/task_progress.h"
 
 #include <cmath>
-#include <optional>
-#include <nlohmann/json.hpp>
 
 namespace mixtrain::worker {
 
@@ -22,21 +20,12 @@ void TaskProgress::on_eval(const EvalProgress& eval) {
   if (std::isfinite(eval.val_loss)) progress_.set_val_loss(eval.val_loss);
 }
 
-bool TaskProgress::on_summary(const std::string& summary_json) {
-  const nlohmann::json summary = nlohmann::json::parse(summary_json, nullptr, false);
-  if (!summary.is_object()) return false;
-  const auto number = [&](const char* key) {
-    const auto found = summary.find(key);
-    return found != summary.end() && found->is_number() ? std::optional(found->get<double>())
-                                                         : std::nullopt;
-  };
-  const std::optional<double> steps = number("steps");
-  if (!steps || *steps <= double(progress_.step())) return true;  // the steps said it all
-  progress_.set_step(static_cast<int64_t>(*steps));
-  if (const auto loss = number("final_train_loss")) progress_.set_train_loss(*loss);
-  if (const auto loss = number("final_val_loss")) progress_.set_val_loss(*loss);
-  if (const auto scale = number("loss_scale")) progress_.set_loss_scale(*scale);
-  return true;
+void TaskProgress::on_summary(const TrainSummary& summary) {
+  if (summary.steps <= progress_.step()) return;  // the steps said it all
+  progress_.set_step(summary.steps);
+  if (summary.final_train_loss) progress_.set_train_loss(*summary.final_train_loss);
+  if (summary.final_val_loss) progress_.set_val_loss(*summary.final_val_loss);
+  progress_.set_loss_scale(summary.loss_scale);
 }
 
 }  // namespace mixtrain::worker

@@ -6,10 +6,9 @@
 // checkpoint runs no step, and its job showed progress 0/N (issue 13).
 #pragma once
 
-#include <string>
-
-#include "proto/mixtrain.pb.h"
 #include "engine/train/progress.h"
+#include "engine/train/train_summary.h"
+#include "proto/mixtrain.pb.h"
 
 namespace mixtrain::worker {
 
@@ -19,10 +18,9 @@ class TaskProgress {
   void on_step(const StepProgress& step);
   // Takes an evaluation's validation loss.
   void on_eval(const EvalProgress& eval);
-  // Takes what the task's DESIGN.md §5 summary says of its end (steps,
-  // losses, loss scale) where no step reported more; false when
-  // `summary_json` is no summary object.
-  bool on_summary(const std::string& summary_json);
+  // Takes what the task's summary says of its end (steps, losses, loss
+  // scale) where no step reported more.
+  void on_summary(const TrainSummary& summary);
   // Everything so far.
   const v1::Progress& progress() const { return progress_; }
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "worker/frame_pipe.h"
 #include "worker/line_splitter.h"
 #include "worker/task_child.h"
 
@@ -64,7 +65,7 @@ bool write_all(int fd, std::string_view text) {
 
 // Reads what `fd` has now into `splitter`; false at end of file or error
 // (the caller closes it), true when it would block.
-bool drain(int fd, LineSplitter& splitter) {
+bool drain(int fd, ChunkSplitter& splitter) {
   char buffer[8192];
   while (true) {
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
@@ -218,8 +219,8 @@ TaskResult TaskRunner::execute() {
     if (!line.empty()) last_error_line = line;
     events_.on_output(line);
   });
-  LineSplitter report_lines([&](std::string line) {
-    const std::optional<ChildMessage> message = decode_child_message(line);
+  FrameSplitter reports([&](std::string_view frame) {
+    const std::optional<ChildMessage> message = decode_child_message(frame);
     if (!message) return;
     switch (message->kind) {
       case ChildMessage::Kind::kStep:
@@ -229,12 +230,12 @@ TaskResult TaskRunner::execute() {
         events_.on_eval(message->eval);
         break;
       case ChildMessage::Kind::kSummary:
-        result.summary_json = message->summary_json;
+        result.summary = message->summary;
         break;
     }
   });
   std::array<int, 3> fds = {pipes[1].read, pipes[2].read, pipes[3].read};
-  std::array<LineSplitter*, 3> splitters = {&out_lines, &err_lines, &report_lines};
+  std::array<ChunkSplitter*, 3> splitters = {&out_lines, &err_lines, &reports};
   for (int fd : fds) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   int status = 0;

@@ -7,19 +7,20 @@
 // 3 s later) and reports how it ended, exactly once.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 
-#include <absl/base/thread_annotations.h>
-#include <absl/synchronization/mutex.h>
-#include "worker/child_messages.h"
 #include "proto/mixtrain.pb.h"
+#include "worker/child_messages.h"
 #include "worker/task_launch.h"
 
 namespace mixtrain::worker {
@@ -28,7 +29,7 @@ namespace mixtrain::worker {
 struct TaskResult {
   v1::TaskOutcome outcome = v1::TASK_OUTCOME_FAILED;
   std::string message;       // the cause of a failure or cancellation; empty on success
-  std::string summary_json;  // the child's summary when it wrote one
+  std::optional<TrainSummary> summary;  // the child's summary when it wrote one
 };
 
 // What the runner tells its owner, on the runner's own thread.

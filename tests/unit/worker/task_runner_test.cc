@@ -16,7 +16,6 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test_support/temp_dir.h"
@@ -58,7 +57,7 @@ class Recorder {
   TaskResult result(seconds timeout) {
     std::unique_lock lock(mu_);
     if (!changed_.wait_for(lock, timeout, [&] { return result_.has_value(); }))
-      return TaskResult{v1::TASK_OUTCOME_UNSPECIFIED, "timed out", ""};
+      return TaskResult{v1::TASK_OUTCOME_UNSPECIFIED, "timed out", std::nullopt};
     return *result_;
   }
   std::vector<StepReport> steps() {
@@ -138,11 +137,12 @@ TEST(TaskRunnerTest, TinyTaskReportsStepsEvalsOutputAndSummary) {
   EXPECT_EQ(recorder.evals()[1].step, 10);
   EXPECT_NE(recorder.output().find("step 10/10"), std::string::npos) << recorder.output();
 
-  const nlohmann::json summary = nlohmann::json::parse(result.summary_json);
-  EXPECT_EQ(summary["status"], "succeeded");
-  EXPECT_EQ(summary["steps"], 10);
-  ASSERT_EQ(summary["ranks"].size(), 1u);
-  EXPECT_EQ(summary["ranks"][0]["rank"], 0);
+  ASSERT_TRUE(result.summary.has_value());
+  const TrainSummary& summary = *result.summary;
+  EXPECT_EQ(summary.status, "succeeded");
+  EXPECT_EQ(summary.steps, 10);
+  ASSERT_EQ(summary.ranks.size(), 1u);
+  EXPECT_EQ(summary.ranks[0].rank, 0);
   EXPECT_TRUE(std::filesystem::exists(dir.path("ckpt")));
 }
 
@@ -187,11 +187,12 @@ TEST(TaskRunnerTest, TwoRanksRendezvousThroughTheCoordinatorStore) {
     Recorder& recorder = *recorders[rank];
     const TaskResult result = recorder.result(seconds(120));
     ASSERT_EQ(result.outcome, v1::TASK_OUTCOME_SUCCEEDED) << result.message << recorder.output();
-    const nlohmann::json summary = nlohmann::json::parse(result.summary_json);
-    EXPECT_EQ(summary["world_size"], kWorld);
-    ASSERT_EQ(summary["ranks"].size(), 1u);  // its own entry: the coordinator merges them
-    EXPECT_EQ(summary["ranks"][0]["rank"], rank);
-    EXPECT_GT(summary["ranks"][0]["comm_bytes_per_step"].get<int64_t>(), 0);
+    ASSERT_TRUE(result.summary.has_value());
+    const TrainSummary& summary = *result.summary;
+    EXPECT_EQ(summary.world_size, kWorld);
+    ASSERT_EQ(summary.ranks.size(), 1u);  // its own entry: the coordinator merges them
+    EXPECT_EQ(summary.ranks[0].rank, rank);
+    EXPECT_GT(summary.ranks[0].comm_bytes_per_step, 0);
     EXPECT_GT(recorder.steps().back().comm[CommOp::kAllReduce].bytes_sent, 0);
   }
 }
@@ -221,7 +222,7 @@ TEST(TaskRunnerTest, InvalidSpecFailsNamingTheKey) {
   EXPECT_NE(result.message.find("rank 0 exited with code 2: "), std::string::npos)
       << result.message;
   EXPECT_NE(result.message.find("model.heads"), std::string::npos) << result.message;
-  EXPECT_TRUE(result.summary_json.empty());
+  EXPECT_FALSE(result.summary.has_value());
 }
 
 // A real training task that will not end on its own, already past its first step.

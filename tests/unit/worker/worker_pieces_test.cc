@@ -6,13 +6,15 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
-#include "worker/child_messages.h"
 #include "engine/common/usable_cores.h"
+#include "proto/task_process.pb.h"
+#include "proto/training_device.h"
+#include "worker/child_messages.h"
+#include "worker/frame_pipe.h"
 #include "worker/line_splitter.h"
 #include "worker/resources.h"
 #include "worker/task_launch.h"
 #include "worker/task_progress.h"
-#include "proto/training_device.h"
 
 namespace mixtrain::worker {
 namespace {
@@ -33,6 +35,15 @@ TEST(LineSplitterTest, JoinsChunksAndCutsLongLines) {
   EXPECT_EQ(lines[1].size(), 5u);
 }
 
+// The message bytes of one whole frame.
+std::string frame_of(const std::string& frame) {
+  std::vector<std::string> frames;
+  FrameSplitter splitter([&](std::string_view bytes) { frames.emplace_back(bytes); });
+  splitter.add(frame);
+  EXPECT_EQ(frames.size(), 1u);
+  return frames.empty() ? "" : frames[0];
+}
+
 TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   StepReport step;
   step.progress.step = 3;
@@ -48,7 +59,7 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   step.comm[CommOp::kAllGather].calls = 3;
   step.comm[CommOp::kAllGather].bytes_sent = 99;
   step.comm[CommOp::kAllGather].seconds = 0.25;
-  const std::optional<ChildMessage> decoded = decode_child_message(encode_step(step));
+  const std::optional<ChildMessage> decoded = decode_child_message(frame_of(encode_step(step)));
   ASSERT_TRUE(decoded.has_value());
   ASSERT_EQ(decoded->kind, ChildMessage::Kind::kStep);
   EXPECT_EQ(decoded->step.progress.step, 3);
@@ -62,7 +73,7 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].bytes_sent, 99);
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].seconds, 0.25);
 
-  const std::optional<ChildMessage> eval = decode_child_message(encode_eval({4, 1.5}));
+  const std::optional<ChildMessage> eval = decode_child_message(frame_of(encode_eval({4, 1.5})));
   ASSERT_TRUE(eval.has_value());
   EXPECT_EQ(eval->kind, ChildMessage::Kind::kEval);
   EXPECT_EQ(eval->eval.step, 4);
@@ -71,26 +82,62 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   TrainSummary summary;
   summary.name = "n";
   summary.status = "failed";
-  summary.ranks.push_back(RankSummary{});
+  summary.ranks.push_back(RankSummary{.rank = 2, .comm_bytes_per_step = 5});
   summary.final_val_loss = 2.0;
-  const std::optional<ChildMessage> decoded_summary = decode_child_message(encode_summary(summary));
+  const std::optional<ChildMessage> decoded_summary =
+      decode_child_message(frame_of(encode_summary(summary)));
   ASSERT_TRUE(decoded_summary.has_value());
-  EXPECT_EQ(decoded_summary->summary_json, summary.to_json().dump());  // key order kept
+  ASSERT_EQ(decoded_summary->kind, ChildMessage::Kind::kSummary);
+  EXPECT_EQ(decoded_summary->summary, summary);
 
   summary.final_train_loss = std::numeric_limits<double>::quiet_NaN();  // a diverged run
-  const std::optional<ChildMessage> diverged = decode_child_message(encode_summary(summary));
+  const std::optional<ChildMessage> diverged =
+      decode_child_message(frame_of(encode_summary(summary)));
   ASSERT_TRUE(diverged.has_value());
-  EXPECT_NE(diverged->summary_json.find("\"final_train_loss\":null,\"final_val_loss\":2.0"),
-            std::string::npos)
-      << diverged->summary_json;
+  EXPECT_FALSE(diverged->summary.final_train_loss.has_value());  // JSON's null
+  EXPECT_EQ(diverged->summary.final_val_loss, 2.0);
 }
 
-TEST(ChildMessagesTest, MalformedLinesAreDropped) {
-  for (const char* line : {"", "not json", "[]", "{}", "{\"type\":\"step\"}",
-                           "{\"type\":\"eval\",\"step\":\"x\",\"val_loss\":1}",
-                           "{\"type\":\"summary\",\"summary\":3}", "{\"type\":\"other\"}"}) {
-    EXPECT_FALSE(decode_child_message(line).has_value()) << line;
+TEST(ChildMessagesTest, MalformedFramesAreDropped) {
+  task::ChildReport empty;
+  task::ChildReport step_without_memory;
+  step_without_memory.mutable_step()->set_step(1);
+  task::ChildReport not_a_summary;
+  not_a_summary.set_summary_json(R"({"steps": 3})");
+  task::ChildReport not_json;
+  not_json.set_summary_json("{");
+  for (const std::string& frame :
+       {std::string("\xff\xff\xff"), empty.SerializeAsString(),
+        step_without_memory.SerializeAsString(), not_a_summary.SerializeAsString(),
+        not_json.SerializeAsString()}) {
+    EXPECT_FALSE(decode_child_message(frame).has_value());
   }
+}
+
+TEST(FrameSplitterTest, JoinsChunksIntoFramesAndBreaksOnAnOversizedOne) {
+  std::vector<std::string> frames;
+  FrameSplitter splitter([&](std::string_view frame) { frames.emplace_back(frame); });
+  task::ChildReport first;
+  first.mutable_eval()->set_step(1);
+  task::ChildReport second;
+  second.set_summary_json(std::string(5000, 'x'));
+  const std::string bytes = encode_frame(first) + encode_frame(second) + encode_frame(first);
+  for (size_t i = 0; i < bytes.size(); i += 7) splitter.add(std::string_view(bytes).substr(i, 7));
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0], first.SerializeAsString());
+  EXPECT_EQ(frames[1], second.SerializeAsString());
+  EXPECT_EQ(frames[2], first.SerializeAsString());
+  EXPECT_FALSE(splitter.broken());
+
+  splitter.add(encode_frame(first).substr(0, 5));  // the child died writing it
+  splitter.finish();
+  EXPECT_EQ(frames.size(), 3u);
+
+  // 0xffffffff bytes announced: the stream is broken and stays ignored.
+  splitter.add(std::string(4, '\xff') + encode_frame(first));
+  EXPECT_TRUE(splitter.broken());
+  splitter.add(encode_frame(first));
+  EXPECT_EQ(frames.size(), 3u);
 }
 
 TEST(TaskLaunchTest, RoundTripsAndRejectsGarbage) {
@@ -121,7 +168,7 @@ TEST(TaskLaunchTest, RoundTripsAndRejectsGarbage) {
   EXPECT_NE(error.find("threads"), std::string::npos) << error;
   EXPECT_FALSE(decode_task_launch("{\"task\": 5}", error).has_value());
   EXPECT_FALSE(error.empty());
-  EXPECT_FALSE(decode_task_launch("nonsense", error).has_value());
+  EXPECT_FALSE(decode_task_launch("", error).has_value());  // no task in it
 }
 
 TEST(ResourcesTest, MemTotalAndThisMachine) {
@@ -238,8 +285,12 @@ TEST(TaskProgressTest, KeepsTotalsAcrossStepsAndEvals) {
 TEST(TaskProgressTest, ASummaryCompletesWhatNoStepReported) {
   TaskProgress progress;
   progress.on_eval({600, 2.25});
-  EXPECT_TRUE(progress.on_summary(R"({"steps": 600, "final_train_loss": 2.5, )"
-                                  R"("final_val_loss": 2.25, "loss_scale": 1024.0})"));
+  TrainSummary summary;
+  summary.steps = 600;
+  summary.final_train_loss = 2.5;
+  summary.final_val_loss = 2.25;
+  summary.loss_scale = 1024.0;
+  progress.on_summary(summary);
   EXPECT_EQ(progress.progress().step(), 600);
   EXPECT_EQ(progress.progress().train_loss(), 2.5);
   EXPECT_EQ(progress.progress().val_loss(), 2.25);
@@ -251,9 +302,11 @@ TEST(TaskProgressTest, ASummaryCompletesWhatNoStepReported) {
   step.steps = 5;
   step.loss = 3.0;
   stepped.on_step(step);
-  EXPECT_TRUE(stepped.on_summary(R"({"steps": 5, "final_train_loss": 9.0})"));
+  TrainSummary same_steps;
+  same_steps.steps = 5;
+  same_steps.final_train_loss = 9.0;
+  stepped.on_summary(same_steps);
   EXPECT_EQ(stepped.progress().train_loss(), 3.0);
-  EXPECT_FALSE(stepped.on_summary("not json"));
 }
 
 }  // namespace
