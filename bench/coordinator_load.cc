@@ -6,36 +6,29 @@
 // binary on a free port with a throwaway database.
 //
 //   coordinator_load BIN_DIR [--clients 8] [--jobs 500]
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/coordinator_process.h"
 #include "net/grpc_channel.h"
 #include "proto/mixtrain.grpc.pb.h"
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using mixtrain::bench::kClientToken;
+using mixtrain::bench::percentile;
 
-constexpr char kToken[] = "load-bench-token";
 constexpr char kSpec[] = R"(version: 1
 name: load
 model: {arch: gpt, layers: 1, heads: 2, dim: 32, seq_len: 16, vocab: 256}
@@ -43,31 +36,6 @@ data: {train: "builtin:demo", val_fraction: 0.1}
 train: {steps: 10, warmup_steps: 2}
 resources: {workers: 1}
 )";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// VmHWM of `pid` in bytes (the peak resident set), 0 when unreadable.
-long long peak_rss_bytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return 0;
-}
-
-// The `p` quantile of `values` (0 when empty).
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
-  return values[index];
-}
 
 }  // namespace
 
@@ -84,46 +52,15 @@ int main(int argc, char** argv) {
     if (flag == "--jobs") jobs = std::stoi(argv[i + 1]);
   }
   const fs::path work = fs::temp_directory_path() / ("mixtrain-load-" + std::to_string(getpid()));
-  fs::create_directories(work);
-  std::ofstream(work / "token") << kToken;
-  std::ofstream(work / "join-token") << "load-bench-join-token";
-
-  const std::string binary = (fs::path(argv[1]) / "mixtrain-coordinator").string();
-  const std::string log = (work / "coordinator.log").string();
-  std::vector<std::string> args = {binary,
-                                   "--listen=127.0.0.1:0",
-                                   "--http=127.0.0.1:0",
-                                   "--db=" + (work / "load.db").string(),
-                                   "--auth-token-file=" + (work / "token").string(),
-                                   "--join-token-file=" + (work / "join-token").string(),
-                                   "--data-root=" + work.string(),
-                                   "--checkpoint-root=" + (work / "checkpoints").string()};
-  std::vector<char*> c_args;
-  for (std::string& arg : args) c_args.push_back(arg.data());
-  c_args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT, 0644);
-  pid_t coordinator = 0;
-  if (posix_spawn(&coordinator, binary.c_str(), &actions, nullptr, c_args.data(), environ) != 0) {
-    std::cerr << "coordinator_load: cannot start " << binary << "\n";
-    return 1;
-  }
-  posix_spawn_file_actions_destroy(&actions);
-
-  int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    const std::string text = read_file(log);
-    const size_t at = text.find("serving on port ");
-    if (at != std::string::npos) port = std::atoi(text.c_str() + at + 16);
-    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
   int exit_code = 0;
-  if (port == 0) {
-    std::cerr << "coordinator_load: the coordinator did not start:\n" << read_file(log);
-    exit_code = 1;
-  } else {
-    auto channel = mixtrain::net::make_coordinator_channel("127.0.0.1:" + std::to_string(port));
+  {
+    mixtrain::bench::CoordinatorProcess coordinator(argv[1], work, work / "load.db");
+    if (!coordinator.ok()) {
+      std::cerr << "coordinator_load: " << coordinator.error();
+      fs::remove_all(work);
+      return 1;
+    }
+    auto channel = mixtrain::net::make_coordinator_channel(coordinator.address());
     auto stub = mixtrain::v1::JobService::NewStub(*channel);
     std::mutex mu;
     std::vector<double> latencies_ms;
@@ -139,7 +76,7 @@ int main(int argc, char** argv) {
           request.set_spec_yaml(kSpec);
           mixtrain::v1::SubmitJobResponse response;
           grpc::ClientContext context;
-          mixtrain::net::prepare_call(context, kToken, std::chrono::seconds(30));
+          mixtrain::net::prepare_call(context, kClientToken, std::chrono::seconds(30));
           const auto begin = Clock::now();
           const grpc::Status status = stub->SubmitJob(&context, request, &response);
           const double ms = std::chrono::duration<double, std::milli>(Clock::now() - begin).count();
@@ -149,7 +86,7 @@ int main(int argc, char** argv) {
             cancel.set_id(response.id());
             mixtrain::v1::Job job;
             grpc::ClientContext cancel_context;
-            mixtrain::net::prepare_call(cancel_context, kToken, std::chrono::seconds(30));
+            mixtrain::net::prepare_call(cancel_context, kClientToken, std::chrono::seconds(30));
             cancelled = stub->CancelJob(&cancel_context, cancel, &job).ok();
           }
           std::lock_guard lock(mu);
@@ -167,7 +104,7 @@ int main(int argc, char** argv) {
 
     mixtrain::v1::ListJobsResponse listed;
     grpc::ClientContext context;
-    mixtrain::net::prepare_call(context, kToken, std::chrono::seconds(30));
+    mixtrain::net::prepare_call(context, kClientToken, std::chrono::seconds(30));
     const grpc::Status status = stub->ListJobs(&context, {}, &listed);
     std::map<std::string, int> recorded;
     std::map<int, int> by_state;
@@ -178,7 +115,7 @@ int main(int argc, char** argv) {
     int missing = 0, duplicated = 0;
     for (const std::string& id : ids) missing += recorded.count(id) == 0;
     for (const auto& [id, count] : recorded) duplicated += count > 1;
-    const long long rss = peak_rss_bytes(coordinator);
+    const long long rss = coordinator.peak_rss_bytes();
     std::printf("%d submissions from %d clients in %.2f s (%.0f/s), %d errors%s\n", jobs, clients,
                 seconds, jobs / seconds, errors,
                 errors == 0 ? "" : (", the first: " + first_error).c_str());
@@ -195,8 +132,6 @@ int main(int argc, char** argv) {
       exit_code = 1;
     }
   }
-  kill(coordinator, SIGTERM);
-  waitpid(coordinator, nullptr, 0);
   fs::remove_all(work);
   return exit_code;
 }

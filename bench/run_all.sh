@@ -31,6 +31,11 @@ if [ -x "$build/bench/coordinator_load" ]; then
   echo "== coordinator: 500 submissions from 8 concurrent clients"
   "$build/bench/coordinator_load" "$build/bin"
 fi
+if [ -x "$build/bench/scheduler_scale" ]; then
+  echo
+  echo "== scheduler: 100,000 finished jobs stored vs none, 200 fake workers over gRPC"
+  "$build/bench/scheduler_scale" "$build/bin"
+fi
 echo
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "== training throughput: mixtrain train vs PyTorch (several minutes)"

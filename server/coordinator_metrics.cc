@@ -38,12 +38,19 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                     .Help("Times a job was requeued after a failed attempt")
                     .Register(*registry_)
                     .Add({})),
-      schedule_latency_(prometheus::BuildHistogram()
-                            .Name("mixtrain_schedule_latency_seconds")
-                            .Help("Time from queued to started")
-                            .Register(*registry_)
-                            .Add({}, prometheus::Histogram::BucketBoundaries{
-                                         0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800})) {
+      schedule_latency_(
+          prometheus::BuildHistogram()
+              .Name("mixtrain_schedule_latency_seconds")
+              .Help("Time from queued to started")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30,
+                                                               60, 300, 1800})),
+      scheduler_pass_(prometheus::BuildHistogram()
+                          .Name("mixtrain_scheduler_pass_cpu_seconds")
+                          .Help("CPU time of one pass of the scheduler loop")
+                          .Register(*registry_)
+                          .Add({}, prometheus::Histogram::BucketBoundaries{
+                                       1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 1})) {
   prometheus::BuildGauge()
       .Name("mixtrain_build_info")
       .Help("The coordinator's version")

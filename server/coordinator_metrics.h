@@ -28,6 +28,9 @@ class CoordinatorMetrics {
   void job_restarted() { restarts_.Increment(); }
   // Observes mixtrain_schedule_latency_seconds (queued → started).
   void job_started(double queued_seconds) { schedule_latency_.Observe(queued_seconds); }
+  // Observes mixtrain_scheduler_pass_cpu_seconds: the CPU time of one pass
+  // of the scheduler's loop (liveness, placement, starts).
+  void scheduler_pass(double cpu_seconds) { scheduler_pass_.Observe(cpu_seconds); }
 
   // The Prometheus text exposition, with mixtrain_jobs{state} and
   // mixtrain_workers{state} set from these counts (missing states are 0).
@@ -41,6 +44,7 @@ class CoordinatorMetrics {
   prometheus::Counter& submitted_;
   prometheus::Counter& restarts_;
   prometheus::Histogram& schedule_latency_;
+  prometheus::Histogram& scheduler_pass_;
 };
 
 }  // namespace mixtrain::server

@@ -50,8 +50,8 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
     }
     return {grpc::StatusCode::INVALID_ARGUMENT, message};
   }
-  const absl::StatusOr<JobRecord> job =
-      store_->create_job(parsed.spec->name, request.spec_yaml(), parsed.spec->train.steps);
+  const absl::StatusOr<JobRecord> job = store_->create_job(
+      parsed.spec->name, request.spec_yaml(), parsed.spec->train.steps, job_needs(*parsed.spec));
   if (!job.ok()) return to_grpc(job.status());
   metrics_->job_submitted();
   scheduler_->wake();

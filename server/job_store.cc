@@ -11,6 +11,7 @@
 #include <cstring>
 #include <utility>
 
+#include "jobspec/job_spec_yaml.h"
 #include "server/ids.h"
 
 namespace mixtrain::server {
@@ -55,11 +56,36 @@ constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
     {"restarts", "INTEGER NOT NULL DEFAULT 0"},
     {"progress", "TEXT NOT NULL DEFAULT ''"},
     {"summary_json", "TEXT NOT NULL DEFAULT ''"},
+    // JobNeeds; NULL in rows stored before they were added, until
+    // fill_missing_needs parses those specs once.
+    {"needs_workers", "INTEGER"},
+    {"needs_backend", "INTEGER"},
+    {"needs_max_restarts", "INTEGER"},
+    {"needs_zero_stage", "INTEGER"},
+    {"needs_parameters", "REAL"},
+    {"needs_device_bytes", "REAL"},
+    {"needs_host_bytes", "REAL"},
+    {"needs_min_loss_scale", "REAL"},  // NULL: static loss scaling
 };
+
+// Binds `needs` to the 8 parameters from `first` on, in kAddedJobColumns order.
+SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeeds& needs) {
+  statement.bind(first, int64_t{needs.workers})
+      .bind(first + 1, static_cast<int64_t>(needs.backend))
+      .bind(first + 2, int64_t{needs.max_restarts})
+      .bind(first + 3, int64_t{needs.zero_stage})
+      .bind_real(first + 4, needs.states.parameters)
+      .bind_real(first + 5, needs.states.device)
+      .bind_real(first + 6, needs.states.host);
+  return needs.min_loss_scale ? statement.bind_real(first + 7, *needs.min_loss_scale)
+                              : statement.bind_null(first + 7);
+}
 
 constexpr std::string_view kJobColumns =
     "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
-    "restarts, progress, summary_json FROM jobs ";
+    "restarts, progress, summary_json, needs_workers, needs_backend, needs_max_restarts, "
+    "needs_zero_stage, needs_parameters, needs_device_bytes, needs_host_bytes, "
+    "needs_min_loss_scale FROM jobs ";
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -78,6 +104,16 @@ JobRecord read_job(const SqliteStatement& row) {
   }
   job.progress.set_steps(job.steps);
   job.summary_json = row.column_text(11);
+  if (!row.column_is_null(12)) {
+    job.needs =
+        JobNeeds{.workers = static_cast<int32_t>(row.column_int64(12)),
+                 .backend = static_cast<config::BackendChoice>(row.column_int64(13)),
+                 .max_restarts = static_cast<int32_t>(row.column_int64(14)),
+                 .zero_stage = static_cast<int32_t>(row.column_int64(15)),
+                 .states = {row.column_double(16), row.column_double(17), row.column_double(18)},
+                 .min_loss_scale =
+                     row.column_is_null(19) ? std::nullopt : std::optional(row.column_double(19))};
+  }
   return job;
 }
 
@@ -130,6 +166,32 @@ absl::Status add_missing_columns(SqliteDb& db) {
   return absl::OkStatus();
 }
 
+// Stores the needs of each queued or running job stored before they had
+// columns, parsing its spec this once. A spec that no longer parses keeps
+// none; the scheduler says so on the job.
+absl::Status fill_missing_needs(SqliteDb& db) {
+  ASSIGN_OR_RETURN(
+      missing,
+      select_rows(db,
+                  "SELECT id, spec_yaml FROM jobs WHERE needs_workers IS NULL AND state IN (" +
+                      std::to_string(v1::JOB_STATE_QUEUED) + ", " +
+                      std::to_string(v1::JOB_STATE_RUNNING) + ")",
+                  "", [](const SqliteStatement& row) {
+                    return std::pair(row.column_text(0), row.column_text(1));
+                  }));
+  for (const auto& [id, spec_yaml] : missing) {
+    const jobspec::JobSpecResult parsed = jobspec::parse_job_spec(spec_yaml, "job.yaml");
+    if (!parsed.ok()) continue;
+    ASSIGN_OR_RETURN(update, db.prepare("UPDATE jobs SET needs_workers = ?1, needs_backend = ?2, "
+                                        "needs_max_restarts = ?3, needs_zero_stage = ?4, "
+                                        "needs_parameters = ?5, needs_device_bytes = ?6, "
+                                        "needs_host_bytes = ?7, needs_min_loss_scale = ?8 "
+                                        "WHERE id = ?9"));
+    RETURN_IF_ERROR(bind_needs(update, 1, job_needs(*parsed.spec)).bind(9, id).run());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool is_legal_transition(v1::JobState from, v1::JobState to) {
@@ -149,6 +211,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::open(const std::string& path
   ASSIGN_OR_RETURN(db, SqliteDb::open(path));
   RETURN_IF_ERROR(db->exec(kSchema));
   RETURN_IF_ERROR(add_missing_columns(*db));
+  RETURN_IF_ERROR(fill_missing_needs(*db));
   struct stat opened {};
   if (stat(path.c_str(), &opened) != 0) {
     return absl::InternalError("cannot stat the job database " + path + ": " +
@@ -176,23 +239,25 @@ absl::StatusOr<SqliteTransaction> JobStore::begin_write_locked() {
 }
 
 absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::string_view spec_yaml,
-                                               int64_t steps) {
+                                               int64_t steps, const JobNeeds& needs) {
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
   const std::string id = random_id("", 16);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
   ASSIGN_OR_RETURN(insert,
                    db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
-                                "message, created_ms, updated_ms) "
-                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?)"));
-  RETURN_IF_ERROR(insert.bind(1, id)
-                      .bind(2, name)
-                      .bind(3, int64_t{v1::JOB_STATE_QUEUED})
-                      .bind(4, spec_yaml)
-                      .bind(5, steps)
-                      .bind(6, now)
-                      .bind(7, now)
-                      .run());
+                                "message, created_ms, updated_ms, needs_workers, needs_backend, "
+                                "needs_max_restarts, needs_zero_stage, needs_parameters, "
+                                "needs_device_bytes, needs_host_bytes, needs_min_loss_scale) "
+                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  insert.bind(1, id)
+      .bind(2, name)
+      .bind(3, int64_t{v1::JOB_STATE_QUEUED})
+      .bind(4, spec_yaml)
+      .bind(5, steps)
+      .bind(6, now)
+      .bind(7, now);
+  RETURN_IF_ERROR(bind_needs(insert, 8, needs).run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
   absl::StatusOr<JobRecord> job = get_job_locked(id);

@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "proto/mixtrain.pb.h"
+#include "server/job_needs.h"
 #include "server/sqlite_db.h"
 
 namespace mixtrain::server {
@@ -36,6 +38,9 @@ struct JobRecord {
   v1::Progress progress;             // the latest one stored (steps always set)
   std::string summary_json;          // once finished, when the workers sent one
   std::vector<std::string> workers;  // worker id by rank, of the latest attempt
+  // What scheduling needs from the spec, stored at submit. Unset only for a
+  // job stored by an older coordinator whose spec no longer parses.
+  std::optional<JobNeeds> needs;
 };
 
 struct JobEventRecord {
@@ -92,7 +97,7 @@ class JobStore {
 
   // Records a new QUEUED job with a fresh id (and its first event).
   absl::StatusOr<JobRecord> create_job(std::string_view name, std::string_view spec_yaml,
-                                       int64_t steps);
+                                       int64_t steps, const JobNeeds& needs);
 
   // NOT_FOUND for an unknown id.
   absl::StatusOr<JobRecord> get_job(std::string_view id);

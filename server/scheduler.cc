@@ -3,31 +3,28 @@
 // store are called under it (their locks are always taken after this one).
 #include "server/scheduler.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <set>
 
-#include "engine/backend/memory_tracker.h"
-#include "jobspec/job_spec_yaml.h"
 #include "proto/training_device.h"
 #include "server/ids.h"
 #include "server/job_proto.h"
+#include "server/placement.h"
 #include "server/summary_merge.h"
 
 namespace mixtrain::server {
 namespace {
 
-std::string backend_name(config::BackendChoice backend) {
-  switch (backend) {
-    case config::BackendChoice::kCpu:
-      return "cpu ";
-    case config::BackendChoice::kCuda:
-      return "cuda ";
-    default:
-      return "";
-  }
+// CPU time this thread has used.
+double thread_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
 }
 
 bool is_final_outcome(v1::TaskOutcome outcome) {
@@ -57,29 +54,7 @@ int64_t restart_backoff_ms(int64_t restart) {
   return std::min<int64_t>(60'000, int64_t{1'000} << std::min<int64_t>(restart - 1, 6));
 }
 
-// True when a worker with `resources` has room for a rank's model states:
-// both pools in RAM on the CPU backend; on CUDA the compute pool on the GPU
-// its rank trains on and the offload pool in RAM. Unknown sizes (0) fit.
-bool holds_rank(const RankModelStates& states, const v1::Resources& resources) {
-  const double ram = double(resources.memory_bytes());
-  if (resources.backend() != v1::BACKEND_CUDA) {
-    return ram == 0 || states.device + states.host <= ram;
-  }
-  const v1::CudaDevice* device = v1::training_device(resources);
-  const double gpu = device == nullptr ? 0 : double(device->memory_bytes());
-  return (gpu == 0 || states.device <= gpu) && (ram == 0 || states.host <= ram);
-}
-
 }  // namespace
-
-std::string Scheduler::describe_rank_states(const Needs& needs) {
-  char parameters[32];
-  std::snprintf(parameters, sizeof(parameters), "%.3g", needs.states.parameters);
-  std::string text = "each needs " + gib_text(needs.states.device) + " of model states";
-  if (needs.states.host > 0) text += " plus " + gib_text(needs.states.host) + " offloaded";
-  return text + " for " + parameters + " parameters at zero.stage " +
-         std::to_string(needs.zero_stage);
-}
 
 std::string rendezvous_scope(const std::string& job_id, int32_t attempt) {
   return job_id + "/" + std::to_string(attempt);
@@ -103,10 +78,9 @@ absl::Status Scheduler::start() {
     const int64_t deadline = now_unix_ms() + options_.worker_timeout.count() + kReconnectMarginMs;
     for (const JobRecord& job : *jobs) {
       if (job.state != v1::JOB_STATE_RUNNING) continue;
-      const absl::StatusOr<Needs> needs = needs_locked(job);
       Attempt& attempt = running_[job.id];
       attempt.attempt = job.attempt;
-      attempt.max_restarts = needs.ok() ? needs->max_restarts : 0;
+      attempt.max_restarts = job.needs ? job.needs->max_restarts : 0;
       attempt.recover_until_ms = deadline;
       for (const std::string& worker_id : job.workers) {
         attempt.ranks.push_back({.worker_id = worker_id, .back = false});
@@ -142,30 +116,12 @@ void Scheduler::run() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
     dirty_ = false;
+    const double cpu_before = thread_cpu_seconds();
     tick_locked();
     schedule_locked();
+    metrics_->scheduler_pass(thread_cpu_seconds() - cpu_before);
     mu_.AwaitWithTimeout(absl::Condition(this, &Scheduler::should_wake), tick);
   }
-}
-
-absl::StatusOr<Scheduler::Needs> Scheduler::needs_locked(const JobRecord& job) {
-  if (const auto cached = needs_.find(job.id); cached != needs_.end()) return cached->second;
-  const jobspec::JobSpecResult parsed = jobspec::parse_job_spec(job.spec_yaml, "job.yaml");
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError("the stored spec no longer parses: " +
-                                      parsed.errors.front().to_string());
-  }
-  const config::PrecisionSpec& precision = parsed.spec->precision;
-  const Needs needs{parsed.spec->resources.workers,
-                    parsed.spec->resources.backend,
-                    parsed.spec->retries.max_restarts,
-                    parsed.spec->zero.stage,
-                    rank_model_states(*parsed.spec),
-                    config::effective_loss_scale(precision) == config::LossScaleMode::kDynamic
-                        ? std::optional<double>(precision.min_scale)
-                        : std::nullopt};
-  needs_[job.id] = needs;
-  return needs;
 }
 
 void Scheduler::tick_locked() {
@@ -221,7 +177,6 @@ void Scheduler::forget_ended_jobs_locked(const std::vector<JobRecord>& active) {
   std::set<std::string> ids;
   for (const JobRecord& job : active) ids.insert(job.id);
   const auto ended = [&](const auto& entry) { return !ids.contains(entry.first); };
-  std::erase_if(needs_, ended);
   std::erase_if(last_failure_, ended);
   std::erase_if(restart_at_ms_, ended);
 }
@@ -230,73 +185,44 @@ void Scheduler::schedule_locked() {
   const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_active_jobs();
   if (!jobs.ok()) return;
   forget_ended_jobs_locked(*jobs);
-  std::vector<WorkerEntry*> idle;
-  for (WorkerEntry* worker : workers_.all()) {
-    if (worker->worker.state() == v1::WORKER_STATE_IDLE) idle.push_back(worker);
-  }
+  std::vector<QueuedJob> queued;
+  std::map<std::string, const JobRecord*> by_id;
   for (const JobRecord& job : *jobs) {
     if (job.state != v1::JOB_STATE_QUEUED) continue;
-    const absl::StatusOr<Needs> needs = needs_locked(job);
-    if (!needs.ok()) {
-      const std::string problem(needs.status().message());
-      if (job.message != problem) store_->set_message(job.id, problem).IgnoreError();
-      continue;
-    }
-    if (const auto restart = restart_at_ms_.find(job.id); restart != restart_at_ms_.end()) {
+    std::string message;
+    if (!job.needs) {
+      message = "the stored spec no longer parses";
+    } else if (const auto restart = restart_at_ms_.find(job.id); restart != restart_at_ms_.end()) {
       const int64_t wait_ms = restart->second - now_unix_ms();
       if (wait_ms > 0) {
-        const std::string message = "restarting in " + std::to_string((wait_ms + 999) / 1000) +
-                                    " s (backoff)" + after_failure_locked(job.id);
-        if (job.message != message) store_->set_message(job.id, message).IgnoreError();
-        continue;
+        message = "restarting in " + std::to_string((wait_ms + 999) / 1000) + " s (backoff)" +
+                  after_failure_locked(job.id);
       }
     }
-    const auto fits = [&](const WorkerEntry* worker) {
-      return backend_matches(needs->backend, worker->worker.resources().backend()) &&
-             holds_rank(needs->states, worker->worker.resources());
-    };
-    std::vector<WorkerEntry*> chosen;
-    for (WorkerEntry* worker : idle) {
-      if (int64_t(chosen.size()) == needs->workers) break;
-      if (fits(worker)) chosen.push_back(worker);
-    }
-    if (int64_t(chosen.size()) == needs->workers) {
-      start_attempt_locked(job, *needs, chosen);
-      std::erase_if(idle, [&](WorkerEntry* worker) {
-        return std::find(chosen.begin(), chosen.end(), worker) != chosen.end();
-      });
+    if (!message.empty()) {
+      if (job.message != message) store_->set_message(job.id, message).IgnoreError();
       continue;
     }
-    // Not enough idle workers: say why, and let later jobs that fit go first.
-    int64_t registered = 0;
-    int64_t too_small = 0;
-    for (WorkerEntry* worker : workers_.all()) {
-      if (worker->worker.state() == v1::WORKER_STATE_LOST ||
-          !backend_matches(needs->backend, worker->worker.resources().backend())) {
-        continue;
-      }
-      ++(fits(worker) ? registered : too_small);
+    queued.push_back({job.id, *job.needs});
+    by_id[job.id] = &job;
+  }
+  const std::vector<WorkerEntry*> entries = workers_.all();
+  std::vector<const v1::Worker*> workers;
+  for (const WorkerEntry* entry : entries) workers.push_back(&entry->worker);
+  for (const Placement& placement : place_jobs(queued, workers)) {
+    const JobRecord& job = *by_id.at(placement.job_id);
+    if (!placement.workers.empty()) {
+      std::vector<WorkerEntry*> chosen;
+      for (size_t i : placement.workers) chosen.push_back(entries[i]);
+      start_attempt_locked(job, *job.needs, chosen);
+      continue;
     }
-    const std::string kind = backend_name(needs->backend);
-    std::string message;
-    if (registered >= needs->workers) {
-      message = "waiting for " + std::to_string(needs->workers) + " idle " + kind + "workers, " +
-                std::to_string(chosen.size()) + " idle now";
-    } else {
-      message = "asks for " + std::to_string(needs->workers) + " " + kind + "workers, only " +
-                std::to_string(registered) + " registered";
-      if (too_small > 0) {
-        message += " with room for a rank (" + describe_rank_states(*needs) + "; " +
-                   std::to_string(too_small) + " registered " +
-                   (too_small == 1 ? "worker has" : "workers have") + " less)";
-      }
-    }
-    message += after_failure_locked(job.id);
+    const std::string message = placement.wait_reason + after_failure_locked(job.id);
     if (job.message != message) store_->set_message(job.id, message).IgnoreError();
   }
 }
 
-void Scheduler::start_attempt_locked(const JobRecord& job, const Needs& needs,
+void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
                                      const std::vector<WorkerEntry*>& workers) {
   TransitionDetails details;
   for (WorkerEntry* worker : workers) details.workers.push_back(worker->worker.id());

@@ -8,6 +8,10 @@
 // rebuilt from the store and from re-registering workers.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -15,17 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include <absl/base/thread_annotations.h>
-#include <absl/status/statusor.h>
-#include <absl/synchronization/mutex.h>
-#include "engine/config/job_spec.h"
+#include "proto/mixtrain.pb.h"
 #include "server/coordinator_metrics.h"
 #include "server/job_store.h"
-#include "proto/mixtrain.pb.h"
 #include "server/rendezvous_store.h"
 #include "server/task_outbox.h"
 #include "server/worker_registry.h"
-#include "engine/zero/rank_model_states.h"
 
 namespace mixtrain::server {
 
@@ -93,14 +92,6 @@ class Scheduler {
   std::vector<v1::Worker> list_workers();
 
  private:
-  struct Needs {  // what a job asks for, from its spec
-    int64_t workers = 1;
-    config::BackendChoice backend = config::BackendChoice::kAuto;
-    int64_t max_restarts = 0;
-    int64_t zero_stage = 0;
-    RankModelStates states;  // each rank's model-state bytes
-    std::optional<double> min_loss_scale;  // dynamic loss scaling's floor (Task.min_loss_scale)
-  };
   struct Rank {
     std::string worker_id;
     bool back = true;  // false after a coordinator restart until it re-registers
@@ -128,8 +119,6 @@ class Scheduler {
     double step_ms = 0;            // recent time per step (moving average); 0: unknown
   };
 
-  // "each needs N GiB of model states ... for P parameters at zero.stage S".
-  static std::string describe_rank_states(const Needs& needs);
   void run();
   // The worker `worker_id` if `secret` is its own (errors as above).
   absl::StatusOr<WorkerEntry*> authenticate_locked(const std::string& worker_id,
@@ -141,8 +130,7 @@ class Scheduler {
   // Drops what is remembered of jobs no longer in `active` (they ended).
   void forget_ended_jobs_locked(const std::vector<JobRecord>& active)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<Needs> needs_locked(const JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void start_attempt_locked(const JobRecord& job, const Needs& needs,
+  void start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
                             const std::vector<WorkerEntry*>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the running attempt of `job_id` as failed because of `cause`
@@ -193,7 +181,6 @@ class Scheduler {
   absl::Mutex mu_;
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Attempt> running_ ABSL_GUARDED_BY(mu_);  // by job id
-  std::map<std::string, Needs> needs_ ABSL_GUARDED_BY(mu_);      // by job id, parsed once
   // The cause of the latest failed attempt of a requeued job, shown in its
   // messages until it finishes (the events keep every cause).
   std::map<std::string, std::string> last_failure_ ABSL_GUARDED_BY(mu_);

@@ -39,6 +39,16 @@ SqliteStatement& SqliteStatement::bind(int index, std::string_view value) {
   return *this;
 }
 
+SqliteStatement& SqliteStatement::bind_real(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+
+SqliteStatement& SqliteStatement::bind_null(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
 absl::StatusOr<bool> SqliteStatement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
@@ -55,6 +65,14 @@ int64_t SqliteStatement::column_int64(int index) const {
 std::string SqliteStatement::column_text(int index) const {
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, index));
   return text == nullptr ? std::string() : std::string(text, sqlite3_column_bytes(stmt_, index));
+}
+
+double SqliteStatement::column_double(int index) const {
+  return sqlite3_column_double(stmt_, index);
+}
+
+bool SqliteStatement::column_is_null(int index) const {
+  return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
 }
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path) {

@@ -26,6 +26,8 @@ class SqliteStatement {
 
   SqliteStatement& bind(int index, int64_t value);
   SqliteStatement& bind(int index, std::string_view value);  // copied by SQLite
+  SqliteStatement& bind_real(int index, double value);
+  SqliteStatement& bind_null(int index);
 
   // Runs to the next row: true when there is one, false when done.
   absl::StatusOr<bool> step();
@@ -34,6 +36,8 @@ class SqliteStatement {
 
   int64_t column_int64(int index) const;
   std::string column_text(int index) const;
+  double column_double(int index) const;
+  bool column_is_null(int index) const;
 
  private:
   sqlite3* db_;

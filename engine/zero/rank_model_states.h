@@ -23,6 +23,8 @@ struct RankModelStates {
   double parameters = 0;  // Ψ
   double device = 0;
   double host = 0;
+
+  bool operator==(const RankModelStates&) const = default;
 };
 RankModelStates rank_model_states(const config::JobSpec& spec);
 

@@ -28,7 +28,7 @@ class JobStoreTest : public testing::Test {
     return store.ok() ? std::move(*store) : nullptr;
   }
   JobRecord create(JobStore& store, const std::string& name) {
-    absl::StatusOr<JobRecord> job = store.create_job(name, "name: " + name + "\n", 100);
+    absl::StatusOr<JobRecord> job = store.create_job(name, "name: " + name + "\n", 100, JobNeeds{});
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? *job : JobRecord{};
   }
@@ -220,6 +220,54 @@ TEST_F(JobStoreTest, ReopenedStoreSeesEverything) {
   move(*store, id, v1::JOB_STATE_FAILED);
 }
 
+TEST_F(JobStoreTest, NeedsAreStoredWithTheJobAndReadBack) {
+  auto store = open_store();
+  const JobNeeds needs{.workers = 4,
+                       .backend = config::BackendChoice::kCuda,
+                       .max_restarts = 2,
+                       .zero_stage = 3,
+                       .states = {124e6, 2.5e9, 1.5e9},
+                       .min_loss_scale = 1.0};
+  const absl::StatusOr<JobRecord> dynamic = store->create_job("d", "name: d\n", 10, needs);
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status();
+  EXPECT_EQ(dynamic->needs, needs);
+  JobNeeds static_scale = needs;
+  static_scale.min_loss_scale.reset();
+  const absl::StatusOr<JobRecord> fixed = store->create_job("s", "name: s\n", 10, static_scale);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(store->get_job(fixed->id)->needs, static_scale);
+}
+
+// A database written before the needs had columns: its queued and running
+// jobs get them from their specs, parsed once when it is opened; finished
+// ones are left alone, and a spec that no longer parses keeps none.
+TEST_F(JobStoreTest, AnOlderDatabaseGetsTheNeedsOfItsActiveJobsOnOpen) {
+  std::string queued, finished, broken;
+  {
+    auto store = open_store();
+    const std::string spec =
+        "name: old\ndata: {train: builtin:demo}\n"
+        "resources: {workers: 3, backend: cpu}\nretries: {max_restarts: 5}\n";
+    queued = store->create_job("old", spec, 10, JobNeeds{})->id;
+    finished = store->create_job("old", spec, 10, JobNeeds{})->id;
+    move(*store, finished, v1::JOB_STATE_CANCELLED);
+    broken = store->create_job("old", "name: [\n", 10, JobNeeds{})->id;
+  }
+  {
+    std::unique_ptr<SqliteDb> db = *SqliteDb::open(dir_.path("jobs.db"));
+    ASSERT_TRUE(db->exec("UPDATE jobs SET needs_workers = NULL").ok());
+  }
+  auto store = open_store();
+  const std::optional<JobNeeds> needs = store->get_job(queued)->needs;
+  ASSERT_TRUE(needs.has_value());
+  EXPECT_EQ(needs->workers, 3);
+  EXPECT_EQ(needs->backend, config::BackendChoice::kCpu);
+  EXPECT_EQ(needs->max_restarts, 5);
+  EXPECT_GT(needs->states.parameters, 0);
+  EXPECT_FALSE(store->get_job(finished)->needs.has_value());
+  EXPECT_FALSE(store->get_job(broken)->needs.has_value());
+}
+
 // Issue 13: a full disk at start printed the whole schema SQL before the
 // real error. A file size limit makes SQLite's writes fail as on a full
 // disk (EFBIG, with SIGXFSZ ignored, which SQLite calls an I/O error); the
@@ -248,7 +296,8 @@ TEST_F(JobStoreTest, WritesAreRefusedOnceTheFileIsDeletedOrReplaced) {
     const JobRecord job = create(*store, "before");
     std::filesystem::remove(dir_.path("jobs.db"));
     if (replace) std::ofstream(dir_.path("jobs.db")) << "";
-    const absl::StatusOr<JobRecord> created = store->create_job("after", "name: after\n", 1);
+    const absl::StatusOr<JobRecord> created =
+        store->create_job("after", "name: after\n", 1, JobNeeds{});
     EXPECT_EQ(created.status().code(), absl::StatusCode::kDataLoss);
     EXPECT_NE(created.status().message().find("jobs.db was deleted or replaced while the "
                                               "coordinator ran"),

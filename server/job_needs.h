@@ -1,0 +1,35 @@
+// Why: scheduling a job needs a handful of its spec's values (how many
+// workers of which backend, how many restarts, each rank's model-state
+// bytes, the loss-scale floor the workers export). The spec is parsed and
+// validated once, at submit; these are stored beside it as columns, so no
+// scheduler pass parses YAML and its cost does not grow with specs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/config/job_spec.h"
+#include "engine/zero/rank_model_states.h"
+
+namespace mixtrain::server {
+
+struct JobNeeds {
+  int32_t workers = 1;
+  config::BackendChoice backend = config::BackendChoice::kAuto;
+  int32_t max_restarts = 0;
+  int32_t zero_stage = 0;
+  RankModelStates states;                // each rank's model-state bytes
+  std::optional<double> min_loss_scale;  // dynamic loss scaling's floor (Task.min_loss_scale)
+
+  bool operator==(const JobNeeds&) const = default;
+};
+
+// What `spec` (parsed and validated) asks of the scheduler.
+JobNeeds job_needs(const config::JobSpec& spec);
+
+// "each needs N GiB of model states [plus M GiB offloaded] for P
+// parameters at zero.stage S".
+std::string describe_rank_states(const JobNeeds& needs);
+
+}  // namespace mixtrain::server

@@ -1,0 +1,89 @@
+// Why: see placement.h.
+#include "server/placement.h"
+
+#include <algorithm>
+
+#include "proto/training_device.h"
+#include "server/worker_registry.h"
+
+namespace mixtrain::server {
+namespace {
+
+std::string backend_name(config::BackendChoice backend) {
+  switch (backend) {
+    case config::BackendChoice::kCpu:
+      return "cpu ";
+    case config::BackendChoice::kCuda:
+      return "cuda ";
+    default:
+      return "";
+  }
+}
+
+// Why `needs` cannot start now, given how many idle workers fit it.
+std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
+                        const std::vector<const v1::Worker*>& workers) {
+  int64_t registered = 0;
+  int64_t too_small = 0;
+  for (const v1::Worker* worker : workers) {
+    if (worker->state() == v1::WORKER_STATE_LOST ||
+        !backend_matches(needs.backend, worker->resources().backend())) {
+      continue;
+    }
+    ++(holds_rank(needs.states, worker->resources()) ? registered : too_small);
+  }
+  const std::string kind = backend_name(needs.backend);
+  if (registered >= needs.workers) {
+    return "waiting for " + std::to_string(needs.workers) + " idle " + kind + "workers, " +
+           std::to_string(idle_fitting) + " idle now";
+  }
+  std::string reason = "asks for " + std::to_string(needs.workers) + " " + kind + "workers, only " +
+                       std::to_string(registered) + " registered";
+  if (too_small > 0) {
+    reason += " with room for a rank (" + describe_rank_states(needs) + "; " +
+              std::to_string(too_small) + " registered " +
+              (too_small == 1 ? "worker has" : "workers have") + " less)";
+  }
+  return reason;
+}
+
+}  // namespace
+
+bool holds_rank(const RankModelStates& states, const v1::Resources& resources) {
+  const double ram = double(resources.memory_bytes());
+  if (resources.backend() != v1::BACKEND_CUDA) {
+    return ram == 0 || states.device + states.host <= ram;
+  }
+  const v1::CudaDevice* device = v1::training_device(resources);
+  const double gpu = device == nullptr ? 0 : double(device->memory_bytes());
+  return (gpu == 0 || states.device <= gpu) && (ram == 0 || states.host <= ram);
+}
+
+std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
+                                  const std::vector<const v1::Worker*>& workers) {
+  std::vector<bool> taken(workers.size());  // busy, lost or assigned already
+  for (size_t i = 0; i < workers.size(); ++i)
+    taken[i] = workers[i]->state() != v1::WORKER_STATE_IDLE;
+  std::vector<Placement> placements;
+  placements.reserve(jobs.size());
+  for (const QueuedJob& job : jobs) {
+    Placement placement{.job_id = job.id};
+    const size_t wanted = static_cast<size_t>(std::max(job.needs.workers, 0));
+    for (size_t i = 0; i < workers.size() && placement.workers.size() < wanted; ++i) {
+      if (!taken[i] && backend_matches(job.needs.backend, workers[i]->resources().backend()) &&
+          holds_rank(job.needs.states, workers[i]->resources())) {
+        placement.workers.push_back(i);
+      }
+    }
+    if (placement.workers.size() == wanted) {
+      for (size_t i : placement.workers) taken[i] = true;
+    } else {
+      placement.wait_reason = wait_reason(job.needs, placement.workers.size(), workers);
+      placement.workers.clear();
+    }
+    placements.push_back(std::move(placement));
+  }
+  return placements;
+}
+
+}  // namespace mixtrain::server

@@ -1,0 +1,43 @@
+// Why: deciding which queued job starts on which idle workers is the
+// scheduler's one real policy, and it must be testable and measurable
+// apart from locks, RPCs and the database. This is that decision as a
+// pure function: queued jobs (oldest first) and the registered workers in,
+// assignments and wait reasons out. A job starts when enough idle workers
+// of its backend have room for a rank's model states; one that cannot
+// start lets later ones that can go first (no head-of-line blocking).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "proto/mixtrain.pb.h"
+#include "server/job_needs.h"
+
+namespace mixtrain::server {
+
+struct QueuedJob {
+  std::string id;
+  JobNeeds needs;
+};
+
+struct Placement {
+  std::string job_id;
+  // Indices into the `workers` given to place_jobs, one per rank (rank
+  // order); empty when the job waits.
+  std::vector<size_t> workers;
+  // Why it waits ("waiting for 2 idle cpu workers, 1 idle now", "asks for
+  // ...  only N registered ..."); empty when it starts.
+  std::string wait_reason;
+};
+
+// One Placement per job of `jobs`, in their order. Only IDLE workers are
+// assigned, each at most once; LOST ones are not counted as registered.
+std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
+                                  const std::vector<const v1::Worker*>& workers);
+
+// True when a worker with `resources` has room for a rank's model states:
+// both pools in RAM on the CPU backend; on CUDA the compute pool on the GPU
+// its rank trains on and the offload pool in RAM. Unknown sizes (0) fit.
+bool holds_rank(const RankModelStates& states, const v1::Resources& resources);
+
+}  // namespace mixtrain::server
