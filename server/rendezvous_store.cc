@@ -1,10 +1,9 @@
 // Why: see rendezvous_store.h.
 #include "server/rendezvous_store.h"
 
-#include <utility>
-
-#include <absl/strings/numbers.h>
 #include <absl/time/time.h>
+
+#include <utility>
 
 namespace mixtrain::server {
 namespace {
@@ -32,10 +31,8 @@ RendezvousStore::~RendezvousStore() {
 
 const std::string* RendezvousStore::first_missing(const Waiter& waiter) const {
   const auto scope = scopes_.find(waiter.scope);
-  for (const std::string& key : waiter.keys) {
-    if (scope == scopes_.end() || !scope->second.keys.contains(key)) return &key;
-  }
-  return nullptr;
+  if (scope == scopes_.end()) return waiter.keys.empty() ? nullptr : &waiter.keys.front();
+  return scope->second.keys.first_missing(waiter.keys);
 }
 
 void RendezvousStore::collect_satisfied(const std::string& scope,
@@ -46,7 +43,7 @@ void RendezvousStore::collect_satisfied(const std::string& scope,
       continue;
     }
     std::string value =
-        it->second.keys.empty() ? "" : scopes_[scope].keys[it->second.keys.front()];
+        it->second.keys.empty() ? "" : *scopes_[scope].keys.find(it->second.keys.front());
     completions.emplace_back(std::move(it->second.done), std::move(value));
     it = waiters_.erase(it);
   }
@@ -64,7 +61,7 @@ absl::Status RendezvousStore::set(const std::string& scope, const std::string& k
     absl::MutexLock lock(&mu_);
     const auto open = scopes_.find(scope);
     if (open == scopes_.end()) return not_open(scope);
-    open->second.keys[key] = std::move(value);
+    open->second.keys.set(key, value);
     collect_satisfied(scope, completions);
   }
   run_completions(completions);
@@ -108,14 +105,12 @@ absl::StatusOr<int64_t> RendezvousStore::add(const std::string& scope, const std
         !request_id.empty() && seen != open->second.adds.end()) {
       return seen->second;
     }
-    std::string& value = open->second.keys[key];
-    int64_t current = 0;
-    if (!value.empty() && !absl::SimpleAtoi(value, &current)) {
+    const std::optional<int64_t> added = open->second.keys.add(key, delta);
+    if (!added) {
       return absl::InvalidArgumentError("key '" + key + "' in scope '" + scope +
                                         "' holds a non-integer value");
     }
-    sum = current + delta;
-    value = std::to_string(sum);
+    sum = *added;
     if (!request_id.empty()) open->second.adds[request_id] = sum;
     collect_satisfied(scope, completions);
   }

@@ -10,6 +10,10 @@
 // (FAILED_PRECONDITION) instead of waiting out their timeout.
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -18,9 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include <absl/base/thread_annotations.h>
-#include <absl/status/statusor.h>
-#include <absl/synchronization/mutex.h>
+#include "engine/comm/key_value_table.h"
 
 namespace mixtrain::server {
 
@@ -87,7 +89,7 @@ class RendezvousStore {
   void run_timer();
 
   struct Scope {
-    std::map<std::string, std::string> keys;
+    KeyValueTable keys;
     std::map<std::string, int64_t> adds;  // request id -> the sum it returned
   };
 

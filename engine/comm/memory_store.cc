@@ -3,8 +3,6 @@
 // set costs nothing and keeps the code obvious.
 #include "engine/comm/memory_store.h"
 
-#include <charconv>
-
 #include "engine/comm/socket_io.h"
 #include "engine/common/error.h"
 
@@ -23,7 +21,7 @@ void MemoryStore::set(const std::string& key, std::string_view value) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     check_open_locked();
-    values_[key] = std::string(value);
+    values_.set(key, value);
   }
   changed_.notify_all();
 }
@@ -34,17 +32,11 @@ std::string MemoryStore::wait_locked(std::unique_lock<std::mutex>& lock,
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     check_open_locked();
-    const std::string* missing = nullptr;
-    for (const std::string& key : keys) {
-      if (!values_.contains(key)) {
-        missing = &key;
-        break;
-      }
-    }
+    const std::string* missing = values_.first_missing(keys);
     if (missing == nullptr) return "";
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       check_open_locked();
-      if (!values_.contains(*missing)) return *missing;
+      if (values_.find(*missing) == nullptr) return *missing;
     }
   }
 }
@@ -54,7 +46,7 @@ std::string MemoryStore::get(const std::string& key, std::chrono::milliseconds t
   if (!wait_locked(lock, {key}, timeout).empty()) {
     throw EngineError(ErrorCode::kUnavailable, store_timeout_message(key, timeout));
   }
-  return values_.find(key)->second;
+  return *values_.find(key);
 }
 
 void MemoryStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
@@ -66,23 +58,18 @@ void MemoryStore::wait(const std::vector<std::string>& keys, std::chrono::millis
 }
 
 int64_t MemoryStore::add(const std::string& key, int64_t delta) {
-  int64_t value = 0;
+  std::optional<int64_t> value;
   {
     std::lock_guard<std::mutex> lock(mu_);
     check_open_locked();
-    std::string& text = values_[key];
-    if (!text.empty()) {
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (error != std::errc() || end != text.data() + text.size()) {
-        throw EngineError(ErrorCode::kInvalidArgument,
-                          "store: add to key '" + key + "', which holds a non-integer value");
-      }
-    }
-    value += delta;
-    text = std::to_string(value);
+    value = values_.add(key, delta);
+  }
+  if (!value) {
+    throw EngineError(ErrorCode::kInvalidArgument,
+                      "store: add to key '" + key + "', which holds a non-integer value");
   }
   changed_.notify_all();
-  return value;
+  return *value;
 }
 
 void MemoryStore::close() {

@@ -1,17 +1,18 @@
-// Why: the store's semantics (blocking get, wait, add) implemented once, in
-// memory: TcpStoreServer serves this map to its clients, and ranks that are
-// threads of one process can share one directly.
+// Why: the Store interface (blocking get, wait, add) in memory, over the
+// KeyValueTable the coordinator's rendezvous store shares: TcpStoreServer
+// serves this map to its clients, and ranks that are threads of one
+// process can share one directly.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/comm/key_value_table.h"
 #include "engine/comm/store.h"
 
 namespace mixtrain {
@@ -38,8 +39,8 @@ class MemoryStore final : public Store {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  std::map<std::string, std::string, std::less<>> values_;  // GUARDED_BY(mu_)
-  bool closed_ = false;                                     // GUARDED_BY(mu_)
+  KeyValueTable values_;  // GUARDED_BY(mu_)
+  bool closed_ = false;   // GUARDED_BY(mu_)
 };
 
 // "key 'comm/gloo/2' was not set within 5 s": the timeout message every

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/comm/key_value_table.h"
 #include "engine/comm/memory_store.h"
 #include "engine/comm/socket_io.h"
 #include "engine/comm/store_protocol.h"
@@ -142,6 +143,30 @@ TEST(MemoryStore, CloseWakesBlockedCallsWithAnError) {
   store.close();
   expect_unavailable([&] { blocked.get(); }, "store closed");
   expect_unavailable([&] { store.set("k", "v"); }, "store closed");
+}
+
+// What both stores mean by a key (the TCP/in-memory one and the
+// coordinator's rendezvous store share this table).
+TEST(KeyValueTable, SetFindFirstMissingAndAdd) {
+  KeyValueTable table;
+  EXPECT_EQ(table.find("a"), nullptr);
+  table.set("a", std::string("x\0y", 3));
+  ASSERT_NE(table.find("a"), nullptr);
+  EXPECT_EQ(*table.find("a"), std::string("x\0y", 3));
+  const std::vector<std::string> keys = {"a", "b", "c"};
+  EXPECT_EQ(*table.first_missing(keys), "b");
+  table.set("b", "");  // an empty value is set
+  EXPECT_EQ(*table.first_missing(keys), "c");
+  EXPECT_EQ(table.first_missing({"a", "b"}), nullptr);
+  EXPECT_EQ(table.first_missing({}), nullptr);
+  EXPECT_EQ(table.add("n", 5), 5);
+  EXPECT_EQ(table.add("n", -7), -2);
+  EXPECT_EQ(*table.find("n"), "-2");
+  EXPECT_EQ(table.add("b", 1), 1);  // empty counts as 0
+  EXPECT_EQ(table.add("a", 1), std::nullopt);
+  EXPECT_EQ(*table.find("a"), std::string("x\0y", 3));  // unchanged
+  table.set("s", " 4");
+  EXPECT_EQ(table.add("s", 1), std::nullopt);  // decimal text only
 }
 
 TEST(WireFormat, RoundTripsAndRejectsTruncatedFrames) {
