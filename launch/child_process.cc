@@ -2,6 +2,7 @@
 #include "launch/child_process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -34,7 +35,7 @@ std::vector<std::string> shared_cores_environment(int processes) {
 }
 
 pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,
-                  const std::vector<std::string>& env, const ChildOutput& output,
+                  const std::vector<std::string>& env, const ChildSetup& setup,
                   std::string& error) {
   std::vector<std::string> args = argv;
   std::vector<char*> arg_pointers;
@@ -48,15 +49,33 @@ pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   constexpr int kFlags = O_WRONLY | O_CREAT | O_APPEND;
-  if (!output.stdout_path.empty()) {
-    posix_spawn_file_actions_addopen(&actions, 1, output.stdout_path.c_str(), kFlags, 0600);
+  if (!setup.stdout_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 1, setup.stdout_path.c_str(), kFlags, 0600);
   }
-  if (!output.stderr_path.empty()) {
-    posix_spawn_file_actions_addopen(&actions, 2, output.stderr_path.c_str(), kFlags, 0600);
+  if (!setup.stderr_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 2, setup.stderr_path.c_str(), kFlags, 0600);
+  }
+  for (const auto& [ours, its] : setup.descriptors) {
+    posix_spawn_file_actions_adddup2(&actions, ours, its);
+  }
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (setup.own_process_group) {
+    posix_spawnattr_setflags(
+        &attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    sigset_t defaults;  // ignored ones would stay ignored across exec
+    sigemptyset(&defaults);
+    for (int s : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&defaults, s);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
   }
   pid_t pid = -1;
-  const int rc =
-      posix_spawn(&pid, path.c_str(), &actions, nullptr, arg_pointers.data(), env_pointers.data());
+  const int rc = posix_spawn(&pid, path.c_str(), &actions, &attributes, arg_pointers.data(),
+                             env_pointers.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     error = std::strerror(rc);

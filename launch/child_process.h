@@ -1,7 +1,8 @@
-// Why: `mixtrain train --nproc` starts its ranks and `mixtrain local` its
-// coordinator and workers the same way: posix_spawn with an explicit
-// environment and stdout/stderr sent where the caller says, then waiting
-// for children with a deadline. One implementation serves both.
+// Why: `mixtrain train --nproc` starts its ranks, `mixtrain local` its
+// coordinator and workers, and the worker agent each task process the same
+// way: posix_spawn with an explicit environment and the child's streams
+// and pipes where the caller says, then waiting for children with a
+// deadline. One implementation serves all three.
 #pragma once
 
 #include <sys/types.h>
@@ -9,14 +10,25 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mixtrain::launch {
 
-// Where a child's output goes; an empty path keeps this process's stream.
-struct ChildOutput {
-  std::string stdout_path;  // opened write-only (appending, created 0600 if missing)
+// How a child starts beyond its program, arguments and environment.
+struct ChildSetup {
+  // Where its output goes, opened write-only (appending, created 0600 if
+  // missing); an empty path keeps this process's stream.
+  std::string stdout_path;
   std::string stderr_path;
+  // Descriptors of this process it gets, as (ours, its): pipe ends on the
+  // numbers it expects. Applied after the paths.
+  std::vector<std::pair<int, int>> descriptors;
+  // Its own process group (so one signal to the group reaches all it
+  // starts), default handling of SIGPIPE, SIGINT and SIGTERM and no signal
+  // blocked, whatever this process ignores or the calling thread blocks:
+  // a child its caller supervises and stops.
+  bool own_process_group = false;
 };
 
 // This process's environment without the entries whose name starts with
@@ -33,8 +45,7 @@ std::vector<std::string> shared_cores_environment(int processes);
 // Starts `path` with `argv` (argv[0] included) and `env`. Returns the pid,
 // or -1 with `error` set to why (strerror text).
 pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,
-                  const std::vector<std::string>& env, const ChildOutput& output,
-                  std::string& error);
+                  const std::vector<std::string>& env, const ChildSetup& setup, std::string& error);
 
 // How a child ended.
 struct EndedChild {

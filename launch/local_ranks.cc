@@ -77,7 +77,7 @@ int run_local_ranks(const std::vector<std::string>& argv, int world_size, std::o
         std::string(kStoreVar) + "=127.0.0.1:" + std::to_string(store.port())};
     // The ranks share this machine's cores instead of each taking them all.
     for (std::string& entry : shared_cores_environment(world_size)) first.push_back(entry);
-    ChildOutput output;
+    ChildSetup output;
     if (rank > 0) output.stdout_path = "/dev/null";
     std::string error;
     const pid_t pid =

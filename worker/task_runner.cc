@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,11 +14,10 @@
 #include <optional>
 #include <vector>
 
+#include "launch/child_process.h"
 #include "worker/frame_pipe.h"
 #include "worker/line_splitter.h"
 #include "worker/task_child.h"
-
-extern char** environ;
 
 namespace mixtrain::worker {
 namespace {
@@ -78,42 +76,6 @@ bool drain(int fd, ChunkSplitter& splitter) {
     splitter.finish();
     return false;
   }
-}
-
-// The child's ends, on the descriptors it expects.
-struct ChildFds {
-  int stdin_fd, stdout_fd, stderr_fd, report_fd;
-};
-
-// Starts the task process in its own process group with default signal
-// handling; returns the pid or the errno of the failure as a negative value.
-pid_t spawn_child(const std::string& executable, const ChildFds& fds) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds.stdin_fd, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds.stdout_fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, fds.stderr_fd, 2);
-  posix_spawn_file_actions_adddup2(&actions, fds.report_fd, kReportFd);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);  // whatever the spawning thread blocks
-  sigset_t defaults;
-  sigemptyset(&defaults);  // the agent ignores SIGPIPE, which exec would keep
-  for (int s : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  std::string program = executable;
-  std::string mode = kTaskModeArg;
-  char* argv[] = {program.data(), mode.data(), nullptr};
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, executable.c_str(), &actions, &attr, argv, environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -rc;
 }
 
 std::string signal_name(int signal) {
@@ -190,16 +152,24 @@ TaskResult TaskRunner::execute() {
     }
     return result;
   }
-  const pid_t pid =
-      spawn_child(executable_, {pipes[0].read, pipes[1].write, pipes[2].write, pipes[3].write});
+  // The task process gets its pipes' ends on the descriptors it expects,
+  // in its own process group with default signal handling (the agent
+  // ignores SIGPIPE, which exec would keep).
+  launch::ChildSetup setup{.descriptors = {{pipes[0].read, 0},
+                                           {pipes[1].write, 1},
+                                           {pipes[2].write, 2},
+                                           {pipes[3].write, kReportFd}},
+                           .own_process_group = true};
+  std::string spawn_error;
+  const pid_t pid = launch::spawn_child(executable_, {executable_, std::string(kTaskModeArg)},
+                                        launch::child_environment({}, {}), setup, spawn_error);
   // The child's ends belong to the child now.
   close_fd(pipes[0].read);
   for (size_t i = 1; i < pipes.size(); ++i) close_fd(pipes[i].write);
   if (pid < 0) {
     close_fd(pipes[0].write);
     for (size_t i = 1; i < pipes.size(); ++i) close_fd(pipes[i].read);
-    result.message =
-        who + ": cannot start the task process " + executable_ + ": " + std::strerror(-pid);
+    result.message = who + ": cannot start the task process " + executable_ + ": " + spawn_error;
     return result;
   }
   bool cancelled_early = false;
