@@ -137,7 +137,7 @@ void Scheduler::tick_locked() {
         task_vanished_locked(*worker, "was lost (no heartbeat for " +
                                           std::to_string(options_.worker_timeout.count()) + " ms)");
       }
-    } else if (worker->release_at_ms != 0 && now >= worker->release_at_ms) {
+    } else if (worker->slot.stopping() && now >= worker->slot.stop_deadline_ms) {
       WorkerRegistry::release(*worker);
       dirty_ = true;
     }
@@ -303,7 +303,7 @@ void Scheduler::stop_ranks_locked(const std::string& job_id, const std::string& 
     if (free_workers_now || worker->worker.state() == v1::WORKER_STATE_LOST) {
       WorkerRegistry::release(*worker);
     } else {
-      worker->release_at_ms = now_unix_ms() + options_.worker_timeout.count();
+      WorkerRegistry::stop(*worker, now_unix_ms() + options_.worker_timeout.count());
     }
   }
   rendezvous_->drop_scope(rendezvous_scope(job_id, attempt.attempt));
@@ -394,8 +394,8 @@ void Scheduler::commit_ending_locked(const std::string& job_id) {
 
 void Scheduler::drain_locked(WorkerEntry& worker, const v1::RunningTask& task) {
   WorkerRegistry::assign(worker, task);
-  worker.task_acknowledged = true;
-  worker.release_at_ms = now_unix_ms() + options_.worker_timeout.count();
+  WorkerRegistry::acknowledge(worker);
+  WorkerRegistry::stop(worker, now_unix_ms() + options_.worker_timeout.count());
   dirty_ = true;
 }
 
@@ -438,10 +438,10 @@ absl::StatusOr<v1::RegisterResponse> Scheduler::register_worker(
     const bool ours = worker.worker.has_task() && same_task(worker.worker.task(), task);
     if (ours) {
       kept = true;
-      worker.task_acknowledged = true;
+      WorkerRegistry::acknowledge(worker);
     } else if (attempt != nullptr && !worker.worker.has_task()) {
       WorkerRegistry::assign(worker, task);
-      worker.task_acknowledged = true;
+      WorkerRegistry::acknowledge(worker);
       attempt->ranks[task.rank()].back = true;
       kept = true;
     } else {
@@ -451,7 +451,7 @@ absl::StatusOr<v1::RegisterResponse> Scheduler::register_worker(
   }
   // A task it acknowledged before but no longer runs ended unreported; one
   // it never acknowledged may still be waiting in its outbox.
-  if (!kept && worker.task_acknowledged) {
+  if (!kept && worker.slot.acknowledged()) {
     task_vanished_locked(worker, "re-registered without its task");
   }
   if (!worker.worker.has_task() && !stale.empty()) drain_locked(worker, stale.front());
@@ -496,8 +496,8 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::heartbeat(const v1::HeartbeatRe
   }
   std::erase_if(worker->cancels_sent, [&](const auto& sent) { return !listed.contains(sent); });
   if (lists_own_task) {
-    worker->task_acknowledged = true;
-  } else if (worker->worker.has_task() && worker->task_acknowledged) {
+    WorkerRegistry::acknowledge(*worker);
+  } else if (worker->slot.acknowledged()) {
     task_vanished_locked(*worker, "stopped without reporting an outcome");
   }
   return response;
@@ -554,7 +554,7 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   if (!holds && !ended_while_away) return response;  // a stale report of an earlier task
   worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
   if (holds) {
-    worker->task_acknowledged = true;
+    WorkerRegistry::acknowledge(*worker);
     if (is_final_outcome(request.outcome())) {
       worker->final_reported = {task.job_id(), task.attempt()};
       WorkerRegistry::release(*worker);

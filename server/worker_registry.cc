@@ -1,6 +1,8 @@
 // Why: see worker_registry.h.
 #include "server/worker_registry.h"
 
+#include <iostream>
+
 namespace mixtrain::server {
 
 WorkerEntry& WorkerRegistry::upsert(const std::string& id, const v1::RegisterRequest& request,
@@ -32,18 +34,42 @@ std::vector<WorkerEntry*> WorkerRegistry::all() {
   return entries;
 }
 
+namespace {
+
+// Moves `entry`'s slot by `event`; false (logged, nothing changed) when its
+// state does not allow it.
+bool move_slot(WorkerEntry& entry, SlotEvent event) {
+  const std::optional<SlotState> next = next_slot_state(entry.slot.state, event);
+  if (!next) {
+    std::cerr << "mixtrain-coordinator: worker " << entry.worker.id() << ": cannot "
+              << slot_event_name(event) << " a " << slot_state_name(entry.slot.state)
+              << " task slot; ignored" << std::endl;
+    return false;
+  }
+  entry.slot.state = *next;
+  return true;
+}
+
+}  // namespace
+
 void WorkerRegistry::assign(WorkerEntry& entry, const v1::RunningTask& task) {
+  if (!move_slot(entry, SlotEvent::kAssign)) return;
   entry.worker.set_state(v1::WORKER_STATE_BUSY);
   *entry.worker.mutable_task() = task;
-  entry.task_acknowledged = false;
-  entry.release_at_ms = 0;
+  entry.slot.stop_deadline_ms = 0;
+}
+
+void WorkerRegistry::acknowledge(WorkerEntry& entry) { move_slot(entry, SlotEvent::kAcknowledge); }
+
+void WorkerRegistry::stop(WorkerEntry& entry, int64_t deadline_ms) {
+  if (move_slot(entry, SlotEvent::kStop)) entry.slot.stop_deadline_ms = deadline_ms;
 }
 
 void WorkerRegistry::release(WorkerEntry& entry) {
+  move_slot(entry, SlotEvent::kRelease);
   if (entry.worker.state() != v1::WORKER_STATE_LOST) entry.worker.set_state(v1::WORKER_STATE_IDLE);
   entry.worker.clear_task();
-  entry.task_acknowledged = false;
-  entry.release_at_ms = 0;
+  entry.slot.stop_deadline_ms = 0;
 }
 
 bool backend_matches(config::BackendChoice choice, v1::Backend backend) {

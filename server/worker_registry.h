@@ -15,14 +15,14 @@
 #include "engine/config/job_spec.h"
 #include "proto/mixtrain.pb.h"
 #include "proto/running_task.h"
+#include "server/task_slot.h"
 
 namespace mixtrain::server {
 
 struct WorkerEntry {
-  v1::Worker worker;               // as ListWorkers shows it; task set while BUSY
-  std::string secret;              // RegisterResponse.worker_secret: its calls carry it
-  bool task_acknowledged = false;  // the task appeared in a heartbeat or report
-  int64_t release_at_ms = 0;       // cancelled task: IDLE by then without a report; 0: none
+  v1::Worker worker;   // as ListWorkers shows it; task set while BUSY
+  std::string secret;  // RegisterResponse.worker_secret: its calls carry it
+  TaskSlot slot;       // the stage of worker.task (kFree without one)
   // Stale tasks (job id, attempt) this worker was told to cancel; not repeated.
   std::set<std::pair<std::string, int32_t>> cancels_sent;
   // The last task (job id, attempt) whose final outcome it reported: a
@@ -44,8 +44,14 @@ class WorkerRegistry {
   // Every worker, in registration order.
   std::vector<WorkerEntry*> all();
 
-  // Makes `entry` BUSY with `task`, not acknowledged yet.
+  // The moves of task_slot.h; one the slot's state does not allow is
+  // logged and changes nothing (the coordinator never stops over it).
+  // Makes `entry` BUSY with `task`, sent and not acknowledged yet.
   static void assign(WorkerEntry& entry, const v1::RunningTask& task);
+  // The worker listed its task in a heartbeat, registration or report.
+  static void acknowledge(WorkerEntry& entry);
+  // Its task is to stop; the worker is freed at `deadline_ms` at the latest.
+  static void stop(WorkerEntry& entry, int64_t deadline_ms);
   // Makes `entry` IDLE (unless LOST) without a task.
   static void release(WorkerEntry& entry);
 

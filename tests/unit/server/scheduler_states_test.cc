@@ -1,0 +1,89 @@
+// Why: the scheduler's fault handling reads a worker's task slot (is its
+// task acknowledged? is it stopping?); every move of the slot is pinned
+// here, the legal ones and that every other one is refused, and the
+// registry keeps the worker's state and task in step with it.
+#include "server/task_slot.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <utility>
+
+#include "server/worker_registry.h"
+
+namespace mixtrain::server {
+namespace {
+
+using S = SlotState;
+using E = SlotEvent;
+
+TEST(TaskSlotStateMachine, OnlyTheDocumentedMovesExist) {
+  const std::map<std::pair<S, E>, S> legal = {
+      {{S::kFree, E::kAssign}, S::kSent},
+      {{S::kSent, E::kAcknowledge}, S::kRunning},
+      {{S::kRunning, E::kAcknowledge}, S::kRunning},
+      {{S::kSent, E::kStop}, S::kStoppingSent},
+      {{S::kRunning, E::kStop}, S::kStoppingRunning},
+      {{S::kStoppingSent, E::kStop}, S::kStoppingSent},
+      {{S::kStoppingRunning, E::kStop}, S::kStoppingRunning},
+      {{S::kStoppingSent, E::kAcknowledge}, S::kStoppingRunning},
+      {{S::kStoppingRunning, E::kAcknowledge}, S::kStoppingRunning},
+      {{S::kFree, E::kRelease}, S::kFree},
+      {{S::kSent, E::kRelease}, S::kFree},
+      {{S::kRunning, E::kRelease}, S::kFree},
+      {{S::kStoppingSent, E::kRelease}, S::kFree},
+      {{S::kStoppingRunning, E::kRelease}, S::kFree}};
+  for (S state : {S::kFree, S::kSent, S::kRunning, S::kStoppingSent, S::kStoppingRunning}) {
+    for (E event : {E::kAssign, E::kAcknowledge, E::kStop, E::kRelease}) {
+      const auto expected = legal.find({state, event});
+      const std::optional<S> next = next_slot_state(state, event);
+      if (expected == legal.end()) {
+        EXPECT_FALSE(next.has_value())
+            << slot_state_name(state) << " + " << slot_event_name(event);
+      } else {
+        EXPECT_EQ(next, expected->second)
+            << slot_state_name(state) << " + " << slot_event_name(event);
+      }
+    }
+  }
+}
+
+TEST(TaskSlotStateMachine, AcknowledgedAndStoppingFollowTheState) {
+  EXPECT_FALSE(TaskSlot{S::kSent}.acknowledged());
+  EXPECT_TRUE(TaskSlot{S::kRunning}.acknowledged());
+  EXPECT_TRUE(TaskSlot{S::kStoppingRunning}.acknowledged());
+  EXPECT_FALSE(TaskSlot{S::kStoppingSent}.acknowledged());
+  EXPECT_TRUE(TaskSlot{S::kStoppingSent}.stopping());
+  EXPECT_FALSE(TaskSlot{S::kRunning}.stopping());
+}
+
+TEST(TaskSlotStateMachine, TheRegistryMovesTheWorkerWithItsSlot) {
+  WorkerEntry entry;
+  entry.worker.set_id("w");
+  entry.worker.set_state(v1::WORKER_STATE_IDLE);
+  v1::RunningTask task;
+  task.set_job_id("j");
+  WorkerRegistry::acknowledge(entry);  // nothing to acknowledge: refused, nothing changes
+  EXPECT_EQ(entry.slot.state, S::kFree);
+  WorkerRegistry::assign(entry, task);
+  EXPECT_EQ(entry.slot.state, S::kSent);
+  EXPECT_EQ(entry.worker.state(), v1::WORKER_STATE_BUSY);
+  EXPECT_EQ(entry.worker.task().job_id(), "j");
+  v1::RunningTask other;
+  other.set_job_id("k");
+  WorkerRegistry::assign(entry, other);  // busy: refused
+  EXPECT_EQ(entry.worker.task().job_id(), "j");
+  WorkerRegistry::stop(entry, 1234);
+  EXPECT_EQ(entry.slot.state, S::kStoppingSent);
+  EXPECT_EQ(entry.slot.stop_deadline_ms, 1234);
+  WorkerRegistry::acknowledge(entry);
+  EXPECT_EQ(entry.slot.state, S::kStoppingRunning);
+  WorkerRegistry::release(entry);
+  EXPECT_EQ(entry.slot.state, S::kFree);
+  EXPECT_EQ(entry.slot.stop_deadline_ms, 0);
+  EXPECT_EQ(entry.worker.state(), v1::WORKER_STATE_IDLE);
+  EXPECT_FALSE(entry.worker.has_task());
+}
+
+}  // namespace
+}  // namespace mixtrain::server
