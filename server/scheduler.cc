@@ -27,6 +27,20 @@ double thread_cpu_seconds() {
   return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
 }
 
+// Moves the state of the rank on `worker_id` by `event`; false (logged,
+// nothing changed) when the state does not allow it.
+bool move_rank(RankState& state, RankEvent event, const std::string& worker_id) {
+  const std::optional<RankState> next = next_rank_state(state, event);
+  if (!next) {
+    std::cerr << "mixtrain-coordinator: the rank on worker " << worker_id << " cannot be "
+              << rank_event_name(event) << " when " << rank_state_name(state) << "; ignored"
+              << std::endl;
+    return false;
+  }
+  state = *next;
+  return true;
+}
+
 bool is_final_outcome(v1::TaskOutcome outcome) {
   return outcome == v1::TASK_OUTCOME_SUCCEEDED || outcome == v1::TASK_OUTCOME_FAILED ||
          outcome == v1::TASK_OUTCOME_CANCELLED;
@@ -83,7 +97,7 @@ absl::Status Scheduler::start() {
       attempt.max_restarts = job.needs ? job.needs->max_restarts : 0;
       attempt.recover_until_ms = deadline;
       for (const std::string& worker_id : job.workers) {
-        attempt.ranks.push_back({.worker_id = worker_id, .back = false});
+        attempt.ranks.push_back({.worker_id = worker_id, .state = RankState::kAway});
       }
     }
   }
@@ -155,8 +169,9 @@ void Scheduler::tick_locked() {
       continue;
     }
     if (attempt.recover_until_ms == 0) continue;
-    const auto missing = std::find_if(attempt.ranks.begin(), attempt.ranks.end(),
-                                      [](const Rank& rank) { return !rank.back; });
+    const auto missing =
+        std::find_if(attempt.ranks.begin(), attempt.ranks.end(),
+                     [](const Rank& rank) { return rank.state == RankState::kAway; });
     if (missing == attempt.ranks.end()) {
       attempt.recover_until_ms = 0;
     } else if (now >= attempt.recover_until_ms) {
@@ -442,7 +457,8 @@ absl::StatusOr<v1::RegisterResponse> Scheduler::register_worker(
     } else if (attempt != nullptr && !worker.worker.has_task()) {
       WorkerRegistry::assign(worker, task);
       WorkerRegistry::acknowledge(worker);
-      attempt->ranks[task.rank()].back = true;
+      RankState& state = attempt->ranks[task.rank()].state;
+      if (state == RankState::kAway) move_rank(state, RankEvent::kReturned, id);
       kept = true;
     } else {
       send_cancel_locked(id, task.job_id(), task.attempt(), "not a running attempt");
@@ -547,7 +563,7 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   // A rank that ended while this coordinator was down reports its outcome
   // once its agent registered again, no longer running it.
   const bool ended_while_away = !holds && attempt != nullptr && attempt->recover_until_ms != 0 &&
-                                !attempt->ranks[task.rank()].back &&
+                                attempt->ranks[task.rank()].state == RankState::kAway &&
                                 is_final_outcome(request.outcome());
   v1::ReportProgressResponse response;
   response.set_counted(holds);
@@ -563,7 +579,6 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   }
   if (attempt == nullptr) return response;  // the job no longer runs
   Rank& rank = attempt->ranks[task.rank()];
-  if (ended_while_away) rank.back = true;
   const int64_t now = now_unix_ms();
   if (task.rank() == 0 && request.has_progress()) {
     const int64_t steps = request.progress().step() - attempt->progress.step();
@@ -586,23 +601,25 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   }
   switch (request.outcome()) {
     case v1::TASK_OUTCOME_SUCCEEDED: {
-      rank.outcome = request.outcome();
+      if (!move_rank(rank.state, RankEvent::kSucceeded, rank.worker_id)) break;
       rank.summary_json = request.summary_json();
-      const bool all = std::all_of(attempt->ranks.begin(), attempt->ranks.end(), [](const Rank& r) {
-        return r.outcome == v1::TASK_OUTCOME_SUCCEEDED;
-      });
+      const bool all = std::all_of(attempt->ranks.begin(), attempt->ranks.end(),
+                                   [](const Rank& r) { return r.state == RankState::kSucceeded; });
       if (all) succeed_locked(task.job_id());
       break;
     }
     case v1::TASK_OUTCOME_FAILED:
-    case v1::TASK_OUTCOME_CANCELLED:
-      rank.outcome = request.outcome();
+    case v1::TASK_OUTCOME_CANCELLED: {
+      const RankEvent ended =
+          request.outcome() == v1::TASK_OUTCOME_FAILED ? RankEvent::kFailed : RankEvent::kCancelled;
+      if (!move_rank(rank.state, ended, rank.worker_id)) break;
       fail_attempt_locked(
           task.job_id(),
           describe_rank(task.rank(), request.worker_id()) +
               (request.outcome() == v1::TASK_OUTCOME_FAILED ? " failed" : " was cancelled") +
               (request.message().empty() ? "" : ": " + request.message()));
       break;
+    }
     default:
       break;
   }

@@ -22,6 +22,7 @@
 #include "proto/mixtrain.pb.h"
 #include "server/coordinator_metrics.h"
 #include "server/job_store.h"
+#include "server/rank_state.h"
 #include "server/rendezvous_store.h"
 #include "server/task_outbox.h"
 #include "server/worker_registry.h"
@@ -94,9 +95,8 @@ class Scheduler {
  private:
   struct Rank {
     std::string worker_id;
-    bool back = true;  // false after a coordinator restart until it re-registers
-    v1::TaskOutcome outcome = v1::TASK_OUTCOME_UNSPECIFIED;
-    std::string summary_json;
+    RankState state = RankState::kRunning;  // rank_state.h
+    std::string summary_json;               // once kSucceeded
   };
   // How an attempt ends, once decided: kept until the job's state change
   // commits (a locked database fails it for a while; the tick retries).

@@ -1,14 +1,16 @@
-// Why: the scheduler's fault handling reads a worker's task slot (is its
-// task acknowledged? is it stopping?); every move of the slot is pinned
-// here, the legal ones and that every other one is refused, and the
-// registry keeps the worker's state and task in step with it.
-#include "server/task_slot.h"
-
+// Why: the scheduler's fault handling reads two small state machines: a
+// worker's task slot (is its task acknowledged? is it stopping?) and each
+// rank of an attempt (away after a restart? ended how?). Every move of
+// both is pinned here, the legal ones and that every other one is
+// refused, and the registry keeps the worker's state and task in step
+// with its slot.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <utility>
 
+#include "server/rank_state.h"
+#include "server/task_slot.h"
 #include "server/worker_registry.h"
 
 namespace mixtrain::server {
@@ -83,6 +85,28 @@ TEST(TaskSlotStateMachine, TheRegistryMovesTheWorkerWithItsSlot) {
   EXPECT_EQ(entry.slot.stop_deadline_ms, 0);
   EXPECT_EQ(entry.worker.state(), v1::WORKER_STATE_IDLE);
   EXPECT_FALSE(entry.worker.has_task());
+}
+
+TEST(RankStateMachine, OnlyTheDocumentedMovesExist) {
+  using R = RankState;
+  using V = RankEvent;
+  const std::map<std::pair<R, V>, R> legal = {
+      {{R::kAway, V::kReturned}, R::kRunning},    {{R::kRunning, V::kReturned}, R::kRunning},
+      {{R::kAway, V::kSucceeded}, R::kSucceeded}, {{R::kRunning, V::kSucceeded}, R::kSucceeded},
+      {{R::kAway, V::kFailed}, R::kFailed},       {{R::kRunning, V::kFailed}, R::kFailed},
+      {{R::kAway, V::kCancelled}, R::kCancelled}, {{R::kRunning, V::kCancelled}, R::kCancelled}};
+  for (R state : {R::kAway, R::kRunning, R::kSucceeded, R::kFailed, R::kCancelled}) {
+    for (V event : {V::kReturned, V::kSucceeded, V::kFailed, V::kCancelled}) {
+      const auto expected = legal.find({state, event});
+      const std::optional<R> next = next_rank_state(state, event);
+      if (expected == legal.end()) {
+        EXPECT_FALSE(next.has_value()) << rank_state_name(state) << " + " << rank_event_name(event);
+      } else {
+        EXPECT_EQ(next, expected->second)
+            << rank_state_name(state) << " + " << rank_event_name(event);
+      }
+    }
+  }
 }
 
 }  // namespace
