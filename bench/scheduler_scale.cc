@@ -28,7 +28,7 @@
 #include "bench/coordinator_process.h"
 #include "engine/train/train_summary.h"
 #include "net/grpc_channel.h"
-#include "server/job_store.h"
+#include "server/job_database.h"
 #include "server/sqlite_db.h"
 #include "tests/unit/net/http_get.h"
 #include "tests/unit/server/fake_worker.h"
@@ -50,7 +50,7 @@ resources: {workers: 1}
 // A database holding `finished` cancelled jobs with one event each, as the
 // coordinator's own schema lays them out.
 bool make_history(const fs::path& db, int64_t finished) {
-  if (!mixtrain::server::JobStore::open(db.string()).ok()) return false;
+  if (!mixtrain::server::JobDatabase::open(db.string()).ok()) return false;
   auto opened = mixtrain::server::SqliteDb::open(db.string());
   if (!opened.ok()) return false;
   mixtrain::server::SqliteDb& sql = **opened;

@@ -9,18 +9,18 @@
 
 namespace mixtrain::server {
 
-CoordinatorServer::CoordinatorServer(std::unique_ptr<JobStore> store,
+CoordinatorServer::CoordinatorServer(std::unique_ptr<JobDatabase> database,
                                      const CoordinatorOptions& options,
                                      const std::filesystem::path& data_root,
                                      const std::filesystem::path& checkpoint_root)
-    : store_(std::move(store)),
+    : database_(std::move(database)),
       metrics_(MIXTRAIN_VERSION),
-      watchers_(store_.get()),
-      scheduler_(store_.get(), &rendezvous_, &outbox_, &metrics_,
+      watchers_(database_.get()),
+      scheduler_(database_.get(), &rendezvous_, &outbox_, &metrics_,
                  {options.worker_timeout, checkpoint_root.string(), data_root.string(),
                   options.stall_timeout}),
-      job_service_(store_.get(), &scheduler_, &watchers_, &metrics_, BearerAuth(options.auth_token),
-                   data_root),
+      job_service_(database_.get(), &scheduler_, &watchers_, &metrics_,
+                   BearerAuth(options.auth_token), data_root),
       worker_service_(&scheduler_, &outbox_, &rendezvous_, BearerAuth(options.join_token)) {}
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
@@ -48,12 +48,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
     return absl::InvalidArgumentError("checkpoint root '" + options.checkpoint_root +
                                       "': " + error.message());
   }
-  absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::open(options.db_path);
+  absl::StatusOr<std::unique_ptr<JobDatabase>> store = JobDatabase::open(options.db_path);
   if (!store.ok()) return store.status();
   std::unique_ptr<CoordinatorServer> coordinator(
       new CoordinatorServer(std::move(*store), options, data_root, checkpoint_root));
   CoordinatorServer& c = *coordinator;
-  c.store_->set_listener(&c.watchers_);
+  c.database_->set_listener(&c.watchers_);
 
   absl::StatusOr<std::unique_ptr<net::HttpServer>> http = net::HttpServer::start(
       options.http_listen, {{"/metrics", [&c] { return c.metrics_page(); }},
@@ -107,13 +107,13 @@ void CoordinatorServer::shutdown() {
     }
     scheduler_.stop();
     http_.reset();
-    store_->set_listener(nullptr);
+    database_->set_listener(nullptr);
   });
 }
 
 net::HttpResponse CoordinatorServer::metrics_page() {
   std::map<v1::JobState, int64_t> jobs;
-  if (absl::StatusOr<std::map<v1::JobState, int64_t>> counted = store_->count_jobs_by_state();
+  if (absl::StatusOr<std::map<v1::JobState, int64_t>> counted = database_->count_jobs_by_state();
       counted.ok()) {
     jobs = std::move(*counted);
   }

@@ -4,6 +4,7 @@
 // /sd/workers) are put together here once.
 #pragma once
 
+#include <absl/status/statusor.h>
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -12,11 +13,10 @@
 #include <mutex>
 #include <string>
 
-#include <absl/status/statusor.h>
-#include "server/coordinator_metrics.h"
 #include "net/http_server.h"
+#include "server/coordinator_metrics.h"
+#include "server/job_database.h"
 #include "server/job_service.h"
-#include "server/job_store.h"
 #include "server/job_watchers.h"
 #include "server/rendezvous_store.h"
 #include "server/scheduler.h"
@@ -57,7 +57,7 @@ class CoordinatorServer {
 
   int port() const { return port_; }               // the gRPC port actually bound
   int http_port() const { return http_->port(); }  // the HTTP port actually bound
-  JobStore& store() { return *store_; }
+  JobDatabase& database() { return *database_; }
 
   // Blocks until shutdown() (from another thread).
   void wait() { server_->Wait(); }
@@ -66,13 +66,13 @@ class CoordinatorServer {
   void shutdown();
 
  private:
-  CoordinatorServer(std::unique_ptr<JobStore> store, const CoordinatorOptions& options,
+  CoordinatorServer(std::unique_ptr<JobDatabase> database, const CoordinatorOptions& options,
                     const std::filesystem::path& data_root,
                     const std::filesystem::path& checkpoint_root);
   net::HttpResponse metrics_page();
   net::HttpResponse workers_page();
 
-  std::unique_ptr<JobStore> store_;
+  std::unique_ptr<JobDatabase> database_;
   CoordinatorMetrics metrics_;
   RendezvousStore rendezvous_;
   TaskOutbox outbox_;

@@ -2,8 +2,8 @@
 // the conversion from the store's record lives here once.
 #pragma once
 
-#include "server/job_store.h"
 #include "proto/mixtrain.pb.h"
+#include "server/job_database.h"
 
 namespace mixtrain::server {
 

@@ -50,7 +50,7 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
     }
     return {grpc::StatusCode::INVALID_ARGUMENT, message};
   }
-  const absl::StatusOr<JobRecord> job = store_->create_job(
+  const absl::StatusOr<JobRecord> job = database_->create_job(
       parsed.spec->name, request.spec_yaml(), parsed.spec->train.steps, job_needs(*parsed.spec));
   if (!job.ok()) return to_grpc(job.status());
   metrics_->job_submitted();
@@ -60,8 +60,9 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
 }
 
 grpc::Status JobServiceImpl::get(const std::string& id, v1::Job& response) {
-  if (grpc::Status status = reply_job(store_->get_job(id), response); !status.ok()) return status;
-  const absl::StatusOr<std::vector<JobEventRecord>> events = store_->events(id);
+  if (grpc::Status status = reply_job(database_->get_job(id), response); !status.ok())
+    return status;
+  const absl::StatusOr<std::vector<JobEventRecord>> events = database_->events(id);
   if (!events.ok()) return to_grpc(events.status());
   for (const JobEventRecord& event : *events) {
     v1::JobEvent& added = *response.add_events();
@@ -93,7 +94,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* 
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
   return finish_unary(context, auth_, *request, [&] {
-    const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_jobs();
+    const absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_jobs();
     if (!jobs.ok()) return to_grpc(jobs.status());
     for (const JobRecord& job : *jobs) {
       const auto& states = request->states();

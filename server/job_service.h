@@ -1,18 +1,18 @@
 // Why: the JobService of mixtrain.proto, through which clients submit and
 // manage jobs. Every call is checked against the bearer token first and
 // answers with a gRPC status instead of ever throwing or exiting; job state
-// lives only in the JobStore, running attempts in the Scheduler.
+// lives only in the JobDatabase, running attempts in the Scheduler.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
 #include <utility>
 
+#include "proto/mixtrain.grpc.pb.h"
 #include "server/bearer_auth.h"
 #include "server/coordinator_metrics.h"
-#include "server/job_store.h"
+#include "server/job_database.h"
 #include "server/job_watchers.h"
-#include "proto/mixtrain.grpc.pb.h"
 #include "server/scheduler.h"
 
 namespace mixtrain::server {
@@ -24,9 +24,9 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
  public:
   // Every pointer must outlive the service; `data_root` is absolute and
   // canonical: the files a spec names must be inside it.
-  JobServiceImpl(JobStore* store, Scheduler* scheduler, JobWatchers* watchers,
+  JobServiceImpl(JobDatabase* database, Scheduler* scheduler, JobWatchers* watchers,
                  CoordinatorMetrics* metrics, BearerAuth auth, std::filesystem::path data_root)
-      : store_(store),
+      : database_(database),
         scheduler_(scheduler),
         watchers_(watchers),
         metrics_(metrics),
@@ -63,7 +63,7 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   grpc::Status submit(const v1::SubmitJobRequest& request, v1::SubmitJobResponse& response);
   grpc::Status get(const std::string& id, v1::Job& response);
 
-  JobStore* const store_;
+  JobDatabase* const database_;
   Scheduler* const scheduler_;
   JobWatchers* const watchers_;
   CoordinatorMetrics* const metrics_;

@@ -48,8 +48,8 @@ class JobWatch final : public QueuedWriter<v1::JobUpdate> {
 // appends arrive the other way round.
 class LogFollow final : public QueuedWriter<v1::LogLine> {
  public:
-  LogFollow(JobWatchers* hub, JobStore* store, std::string job_id, int64_t after_seq)
-      : hub_(hub), store_(store), job_id_(std::move(job_id)), last_seq_(after_seq) {}
+  LogFollow(JobWatchers* hub, JobDatabase* database, std::string job_id, int64_t after_seq)
+      : hub_(hub), database_(database), job_id_(std::move(job_id)), last_seq_(after_seq) {}
   const std::string& job_id() const { return job_id_; }
 
  private:
@@ -58,7 +58,7 @@ class LogFollow final : public QueuedWriter<v1::LogLine> {
   void on_done() override { hub_->forget(this); }
   std::vector<v1::LogLine> refill() override {
     const absl::StatusOr<std::vector<LogRecord>> lines =
-        store_->logs(job_id_, last_seq_, kPageLines);
+        database_->logs(job_id_, last_seq_, kPageLines);
     std::vector<v1::LogLine> page;
     if (!lines.ok()) return page;  // the store's error ends nothing: the next notice retries
     for (const LogRecord& line : *lines) page.push_back(to_proto(line));
@@ -67,7 +67,7 @@ class LogFollow final : public QueuedWriter<v1::LogLine> {
   }
 
   JobWatchers* const hub_;
-  JobStore* const store_;
+  JobDatabase* const database_;
   const std::string job_id_;
   int64_t last_seq_;  // of the newest line written; only refill touches it
 };
@@ -79,7 +79,7 @@ grpc::ServerWriteReactor<v1::JobUpdate>* JobWatchers::watch(const std::string& j
     watch->finish(kShuttingDown);
     return watch;
   }
-  const absl::StatusOr<JobRecord> record = store_->get_job(job_id);
+  const absl::StatusOr<JobRecord> record = database_->get_job(job_id);
   if (!record.ok()) {
     watch->finish(to_grpc(record.status()));
     return watch;
@@ -108,16 +108,17 @@ grpc::ServerWriteReactor<v1::LogLine>* JobWatchers::stream_logs(
     const v1::StreamLogsRequest& request) {
   absl::MutexLock lock(&mu_);
   if (closed_) return new RefusedWriter<v1::LogLine>(kShuttingDown);
-  const absl::StatusOr<JobRecord> job = store_->get_job(request.id());
+  const absl::StatusOr<JobRecord> job = database_->get_job(request.id());
   absl::StatusOr<int64_t> after_seq = request.after_seq();
   if (request.after_seq() <= 0) {
-    after_seq = request.tail_lines() > 0 ? store_->seq_before_last(request.id(), request.tail_lines())
-                                         : int64_t{0};
+    after_seq = request.tail_lines() > 0
+                    ? database_->seq_before_last(request.id(), request.tail_lines())
+                    : int64_t{0};
   }
   if (!job.ok() || !after_seq.ok()) {
     return new RefusedWriter<v1::LogLine>(to_grpc(job.ok() ? after_seq.status() : job.status()));
   }
-  auto* follow = new LogFollow(this, store_, request.id(), *after_seq);
+  auto* follow = new LogFollow(this, database_, request.id(), *after_seq);
   if (!request.follow() || is_final_state(job->state)) {
     follow->finish(grpc::Status::OK);  // after writing every stored line
   } else {
@@ -132,7 +133,7 @@ void JobWatchers::job_changed(const std::string& id) {
   const auto watches = watches_.find(id);
   const auto follows = follows_.find(id);
   if (watches == watches_.end() && follows == follows_.end()) return;
-  const absl::StatusOr<JobRecord> job = store_->get_job(id);
+  const absl::StatusOr<JobRecord> job = database_->get_job(id);
   if (!job.ok()) return;
   if (watches != watches_.end()) {
     for (JobWatch* watch : watches->second) update_locked(*watch, *job);

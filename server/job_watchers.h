@@ -1,30 +1,30 @@
 // Why: WatchJob and StreamLogs stream a job's changes and new log lines as
-// they happen, without polling: the job store tells this hub about every
+// they happen, without polling: the job database tells this hub about every
 // committed change, and the hub pushes to the streams of that job. A stream
 // ends when its job reaches a final state, its client goes away, or the
 // coordinator shuts down (close()).
 #pragma once
 
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 
 #include <map>
 #include <set>
 #include <string>
 
-#include <absl/base/thread_annotations.h>
-#include <absl/synchronization/mutex.h>
-#include "server/job_store.h"
 #include "proto/mixtrain.pb.h"
+#include "server/job_database.h"
 
 namespace mixtrain::server {
 
 class JobWatch;
 class LogFollow;
 
-class JobWatchers final : public JobStoreListener {
+class JobWatchers final : public JobDatabaseListener {
  public:
   // `store` must outlive the hub; the hub does not register itself.
-  explicit JobWatchers(JobStore* store) : store_(store) {}
+  explicit JobWatchers(JobDatabase* database) : database_(database) {}
 
   // A stream of the job: its current state first, then every change of
   // state, progress or message; it ends after a final state. NOT_FOUND for
@@ -49,7 +49,7 @@ class JobWatchers final : public JobStoreListener {
   // Sends `watch` the job's state `record` if it changed; ends it when final.
   void update_locked(JobWatch& watch, const JobRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  JobStore* const store_;
+  JobDatabase* const database_;
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::set<JobWatch*>> watches_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,5 @@
 // Why: whatever a client or worker sends is copied onward: into error
-// messages, the job store, every watcher's stream. One SubmitJob with a
+// messages, the job database, every watcher's stream. One SubmitJob with a
 // 3.9 MB source_name and 50 unknown keys took the coordinator to 1.2 GB
 // (issue 13). Every request is measured here before anything else reads
 // it: each string and bytes field, at any depth, and each repeated field

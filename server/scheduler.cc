@@ -74,16 +74,16 @@ std::string rendezvous_scope(const std::string& job_id, int32_t attempt) {
   return job_id + "/" + std::to_string(attempt);
 }
 
-Scheduler::Scheduler(JobStore* store, RendezvousStore* rendezvous, TaskOutbox* outbox,
+Scheduler::Scheduler(JobDatabase* database, RendezvousStore* rendezvous, TaskOutbox* outbox,
                      CoordinatorMetrics* metrics, SchedulerOptions options)
-    : store_(store),
+    : database_(database),
       rendezvous_(rendezvous),
       outbox_(outbox),
       metrics_(metrics),
       options_(std::move(options)) {}
 
 absl::Status Scheduler::start() {
-  absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_active_jobs();
+  absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_active_jobs();
   if (!jobs.ok()) return jobs.status();
   {
     absl::MutexLock lock(&mu_);
@@ -197,7 +197,7 @@ void Scheduler::forget_ended_jobs_locked(const std::vector<JobRecord>& active) {
 }
 
 void Scheduler::schedule_locked() {
-  const absl::StatusOr<std::vector<JobRecord>> jobs = store_->list_active_jobs();
+  const absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_active_jobs();
   if (!jobs.ok()) return;
   forget_ended_jobs_locked(*jobs);
   std::vector<QueuedJob> queued;
@@ -215,7 +215,7 @@ void Scheduler::schedule_locked() {
       }
     }
     if (!message.empty()) {
-      if (job.message != message) store_->set_message(job.id, message).IgnoreError();
+      if (job.message != message) database_->set_message(job.id, message).IgnoreError();
       continue;
     }
     queued.push_back({job.id, *job.needs});
@@ -233,7 +233,7 @@ void Scheduler::schedule_locked() {
       continue;
     }
     const std::string message = placement.wait_reason + after_failure_locked(job.id);
-    if (job.message != message) store_->set_message(job.id, message).IgnoreError();
+    if (job.message != message) database_->set_message(job.id, message).IgnoreError();
   }
 }
 
@@ -241,12 +241,12 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
                                      const std::vector<WorkerEntry*>& workers) {
   TransitionDetails details;
   for (WorkerEntry* worker : workers) details.workers.push_back(worker->worker.id());
-  const absl::StatusOr<std::vector<JobEventRecord>> events = store_->events(job.id);
+  const absl::StatusOr<std::vector<JobEventRecord>> events = database_->events(job.id);
   const absl::StatusOr<JobRecord> started =
-      store_->transition(job.id, v1::JOB_STATE_RUNNING,
-                         "started on " + std::to_string(workers.size()) + " worker" +
-                             (workers.size() == 1 ? "" : "s") + after_failure_locked(job.id),
-                         details);
+      database_->transition(job.id, v1::JOB_STATE_RUNNING,
+                            "started on " + std::to_string(workers.size()) + " worker" +
+                                (workers.size() == 1 ? "" : "s") + after_failure_locked(job.id),
+                            details);
   if (!started.ok()) return;
   const int64_t now = now_unix_ms();
   if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
@@ -355,22 +355,22 @@ absl::Status Scheduler::record_ending_locked(const std::string& job_id, const At
   if (ending.succeeded) {
     TransitionDetails details;
     details.summary_json = ending.summary_json;
-    return store_->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
+    return database_->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
         .status();
   }
-  const absl::StatusOr<JobRecord> job = store_->get_job(job_id);
+  const absl::StatusOr<JobRecord> job = database_->get_job(job_id);
   if (!job.ok()) return job.status();
   const std::string failed =
       "attempt " + std::to_string(attempt.attempt) + " failed: " + ending.cause;
   if (job->restarts >= attempt.max_restarts) {
-    return store_
+    return database_
         ->transition(job_id, v1::JOB_STATE_FAILED,
                      failed + "; no restarts left (retries.max_restarts: " +
                          std::to_string(attempt.max_restarts) + ")")
         .status();
   }
   const absl::Status requeued =
-      store_
+      database_
           ->transition(job_id, v1::JOB_STATE_QUEUED,
                        failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
                            std::to_string(attempt.max_restarts))
@@ -386,8 +386,8 @@ absl::Status Scheduler::record_ending_locked(const std::string& job_id, const At
 void Scheduler::commit_ending_locked(const std::string& job_id) {
   Attempt& attempt = running_.at(job_id);
   Ending& ending = *attempt.ending;
-  absl::Status status =
-      attempt.progress_stored ? absl::OkStatus() : store_->set_progress(job_id, attempt.progress);
+  absl::Status status = attempt.progress_stored ? absl::OkStatus()
+                                                : database_->set_progress(job_id, attempt.progress);
   if (status.ok()) {
     attempt.progress_stored = true;
     status = record_ending_locked(job_id, attempt);
@@ -596,7 +596,7 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
     // attempt's ending commits.
     if (is_final_outcome(request.outcome()) || now - attempt->last_progress_ms >= 1000) {
       attempt->last_progress_ms = now;
-      attempt->progress_stored = store_->set_progress(task.job_id(), attempt->progress).ok();
+      attempt->progress_stored = database_->set_progress(task.job_id(), attempt->progress).ok();
     }
   }
   switch (request.outcome()) {
@@ -637,8 +637,8 @@ absl::Status Scheduler::report_log(const v1::ReportLogRequest& request,
     if (!info.has_task() || !same_task(info.task(), request.task())) return absl::OkStatus();
   }
   for (const std::string& line : request.lines()) {
-    if (absl::Status s = store_->append_log(request.task().job_id(), request.task().attempt(),
-                                            request.task().rank(), line);
+    if (absl::Status s = database_->append_log(request.task().job_id(), request.task().attempt(),
+                                               request.task().rank(), line);
         !s.ok()) {
       return s;
     }
@@ -649,7 +649,7 @@ absl::Status Scheduler::report_log(const v1::ReportLogRequest& request,
 absl::StatusOr<JobRecord> Scheduler::cancel_job(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<JobRecord> job =
-      store_->transition(job_id, v1::JOB_STATE_CANCELLED, "cancelled by a client");
+      database_->transition(job_id, v1::JOB_STATE_CANCELLED, "cancelled by a client");
   if (job.ok()) end_attempt_locked(job_id, "the job was cancelled", /*free_workers_now=*/false);
   return job;
 }

@@ -4,7 +4,7 @@
 // a failed rank, a lost worker or a vanished task into a restart or a
 // failure, cancelling the other ranks. After a coordinator restart it waits
 // one worker timeout for the ranks of RUNNING jobs to come back. Job state
-// lives in the JobStore; what is here (workers, attempts in flight) is
+// lives in the JobDatabase; what is here (workers, attempts in flight) is
 // rebuilt from the store and from re-registering workers.
 #pragma once
 
@@ -21,7 +21,7 @@
 
 #include "proto/mixtrain.pb.h"
 #include "server/coordinator_metrics.h"
-#include "server/job_store.h"
+#include "server/job_database.h"
 #include "server/rank_state.h"
 #include "server/rendezvous_store.h"
 #include "server/task_outbox.h"
@@ -43,7 +43,7 @@ struct SchedulerOptions {
 class Scheduler {
  public:
   // Every pointer must outlive the scheduler.
-  Scheduler(JobStore* store, RendezvousStore* rendezvous, TaskOutbox* outbox,
+  Scheduler(JobDatabase* database, RendezvousStore* rendezvous, TaskOutbox* outbox,
             CoordinatorMetrics* metrics, SchedulerOptions options);
   ~Scheduler() { stop(); }
   Scheduler(const Scheduler&) = delete;
@@ -172,7 +172,7 @@ class Scheduler {
   void send_cancel_locked(const std::string& worker_id, const std::string& job_id, int32_t attempt,
                           const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  JobStore* const store_;
+  JobDatabase* const database_;
   RendezvousStore* const rendezvous_;
   TaskOutbox* const outbox_;
   CoordinatorMetrics* const metrics_;

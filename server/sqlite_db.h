@@ -1,6 +1,6 @@
-// Why: the job store needs only a handful of SQLite calls; this thin RAII
+// Why: the job database needs only a handful of SQLite calls; this thin RAII
 // layer turns them into absl::Status values and frees handles on every path,
-// so job_store.cc reads as SQL and not as sqlite3_* bookkeeping.
+// so job_database.cc reads as SQL and not as sqlite3_* bookkeeping.
 #pragma once
 
 #include <sqlite3.h>

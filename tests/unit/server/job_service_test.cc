@@ -190,7 +190,7 @@ TEST_F(CoordinatorTest, ListFiltersByState) {
   std::string cancelled_id;
   ASSERT_TRUE(submit(kValidSpec, &cancelled_id).ok());
   ASSERT_TRUE(submit(kValidSpec).ok());
-  ASSERT_TRUE(server_->store().transition(cancelled_id, v1::JOB_STATE_CANCELLED, "").ok());
+  ASSERT_TRUE(server_->database().transition(cancelled_id, v1::JOB_STATE_CANCELLED, "").ok());
   v1::ListJobsRequest request;
   request.add_states(v1::JOB_STATE_QUEUED);
   v1::ListJobsResponse response;
@@ -212,7 +212,7 @@ TEST_F(CoordinatorTest, CallsWithoutTheTokenAreRefusedAndChangeNothing) {
               grpc::StatusCode::UNAUTHENTICATED);
   }
   EXPECT_EQ(list_jobs().jobs_size(), 0);
-  EXPECT_TRUE(server_->store().list_jobs()->empty());
+  EXPECT_TRUE(server_->database().list_jobs()->empty());
 
   std::string id;
   ASSERT_TRUE(submit(kValidSpec, &id).ok());
@@ -221,7 +221,7 @@ TEST_F(CoordinatorTest, CallsWithoutTheTokenAreRefusedAndChangeNothing) {
   v1::Job job;
   EXPECT_EQ(stub_->CancelJob(context("Bearer wrong").get(), cancel, &job).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(server_->store().get_job(id)->state, v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(server_->database().get_job(id)->state, v1::JOB_STATE_QUEUED);
 }
 
 struct BadSubmission {

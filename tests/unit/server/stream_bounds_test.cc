@@ -82,7 +82,7 @@ class StreamBoundsTest : public ClusterTest {
     v1::LogLine line;
     while (stream.reader->Read(&line)) seen.push_back(line.seq());
     EXPECT_TRUE(stream.reader->Finish().ok());
-    const absl::StatusOr<std::vector<LogRecord>> records = server_->store().logs(id);
+    const absl::StatusOr<std::vector<LogRecord>> records = server_->database().logs(id);
     ASSERT_TRUE(records.ok()) << records.status();
     std::vector<int64_t> stored;
     for (const LogRecord& record : *records) stored.push_back(record.seq);
@@ -101,12 +101,12 @@ TEST_F(StreamBoundsTest, AFollowerSeesEveryLineOfConcurrentWritersOnceInOrder) {
   for (int rank = 0; rank < 8; ++rank) {
     writers.emplace_back([&, rank] {
       for (int i = 0; i < 250; ++i) {
-        ASSERT_TRUE(server_->store().append_log(id, 1, rank, "line " + std::to_string(i)).ok());
+        ASSERT_TRUE(server_->database().append_log(id, 1, rank, "line " + std::to_string(i)).ok());
       }
     });
   }
   for (std::thread& writer : writers) writer.join();
-  ASSERT_TRUE(server_->store().transition(id, v1::JOB_STATE_CANCELLED, "done").ok());
+  ASSERT_TRUE(server_->database().transition(id, v1::JOB_STATE_CANCELLED, "done").ok());
   expect_every_stored_line_once_in_order(*follower, id);
 }
 
@@ -120,15 +120,15 @@ TEST_F(StreamBoundsTest, StalledClientsCostBoundedMemoryAndLoseNothing) {
     watches.push_back(watch(id));
     follows.push_back(follow_logs(id));
   }
-  ASSERT_TRUE(eventually([&] { return server_->store().get_job(id).ok(); }));
+  ASSERT_TRUE(eventually([&] { return server_->database().get_job(id).ok(); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the streams are open
   const int64_t before = rss_bytes();
   const std::string text(8000, 'x');
   for (int step = 1; step <= 300; ++step) {
     v1::Progress progress;
     progress.set_step(step);
-    ASSERT_TRUE(server_->store().set_progress(id, progress).ok());
-    for (int i = 0; i < 4; ++i) ASSERT_TRUE(server_->store().append_log(id, 1, 0, text).ok());
+    ASSERT_TRUE(server_->database().set_progress(id, progress).ok());
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(server_->database().append_log(id, 1, 0, text).ok());
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let queues fill, if they do
   const int64_t grown = rss_bytes() - before;
@@ -138,7 +138,7 @@ TEST_F(StreamBoundsTest, StalledClientsCostBoundedMemoryAndLoseNothing) {
   // page per follower hold a few MB.
   EXPECT_LT(grown, 100 << 20) << "RSS grew by " << grown << " bytes";
 
-  ASSERT_TRUE(server_->store().transition(id, v1::JOB_STATE_CANCELLED, "done").ok());
+  ASSERT_TRUE(server_->database().transition(id, v1::JOB_STATE_CANCELLED, "done").ok());
   for (auto& follow : follows) expect_every_stored_line_once_in_order(*follow, id);
   for (auto& stream : watches) {
     v1::JobUpdate update;

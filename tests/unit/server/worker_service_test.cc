@@ -256,7 +256,7 @@ TEST_F(AuthTest, EachServiceTakesOnlyItsOwnToken) {
   v1::ListWorkersResponse listed;
   ASSERT_TRUE(jobs_->ListWorkers(call_context(kClientToken).get(), {}, &listed).ok());
   EXPECT_EQ(listed.workers_size(), 0);
-  EXPECT_TRUE(server_->store().list_jobs()->empty());  // so no scope was ever opened
+  EXPECT_TRUE(server_->database().list_jobs()->empty());  // so no scope was ever opened
 }
 
 TEST_F(AuthTest, EqualTokensAreRefused) {

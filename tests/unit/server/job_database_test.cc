@@ -1,8 +1,8 @@
-// Why: the job store is the coordinator's memory across crashes; these
+// Why: the job database is the coordinator's memory across crashes; these
 // tests pin its state machine (legal moves only, each one atomic), the
 // attempts and events it records, the bounded log tail, and that a store
 // reopened on the same file sees everything.
-#include "server/job_store.h"
+#include "server/job_database.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -20,19 +20,20 @@ namespace {
 
 using v1::JobState;
 
-class JobStoreTest : public testing::Test {
+class JobDatabaseTest : public testing::Test {
  protected:
-  std::unique_ptr<JobStore> open_store(const JobStoreOptions& options = {}) {
-    absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::open(dir_.path("jobs.db"), options);
+  std::unique_ptr<JobDatabase> open_database(const JobDatabaseOptions& options = {}) {
+    absl::StatusOr<std::unique_ptr<JobDatabase>> store =
+        JobDatabase::open(dir_.path("jobs.db"), options);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }
-  JobRecord create(JobStore& store, const std::string& name) {
+  JobRecord create(JobDatabase& store, const std::string& name) {
     absl::StatusOr<JobRecord> job = store.create_job(name, "name: " + name + "\n", 100, JobNeeds{});
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? *job : JobRecord{};
   }
-  void move(JobStore& store, const std::string& id, JobState to) {
+  void move(JobDatabase& store, const std::string& id, JobState to) {
     absl::StatusOr<JobRecord> job = store.transition(id, to, "to " + JobState_Name(to));
     ASSERT_TRUE(job.ok()) << job.status();
     EXPECT_EQ(job->state, to);
@@ -41,8 +42,8 @@ class JobStoreTest : public testing::Test {
   test_support::TempDir dir_;
 };
 
-TEST_F(JobStoreTest, NewJobIsQueuedAndListedInSubmissionOrder) {
-  auto store = open_store();
+TEST_F(JobDatabaseTest, NewJobIsQueuedAndListedInSubmissionOrder) {
+  auto store = open_database();
   const JobRecord first = create(*store, "first");
   const JobRecord second = create(*store, "second");
   EXPECT_EQ(first.state, v1::JOB_STATE_QUEUED);
@@ -59,8 +60,8 @@ TEST_F(JobStoreTest, NewJobIsQueuedAndListedInSubmissionOrder) {
 
 // The scheduler's view: only QUEUED and RUNNING jobs, oldest first, with
 // their workers; and the metrics page's counts per state.
-TEST_F(JobStoreTest, ActiveJobsAreTheQueuedAndRunningOnesAndCountsCoverEveryState) {
-  auto store = open_store();
+TEST_F(JobDatabaseTest, ActiveJobsAreTheQueuedAndRunningOnesAndCountsCoverEveryState) {
+  auto store = open_database();
   const JobRecord done = create(*store, "done");
   const JobRecord running = create(*store, "running");
   const JobRecord cancelled = create(*store, "cancelled");
@@ -83,15 +84,15 @@ TEST_F(JobStoreTest, ActiveJobsAreTheQueuedAndRunningOnesAndCountsCoverEveryStat
                                                   {v1::JOB_STATE_CANCELLED, 1}}));
 }
 
-TEST_F(JobStoreTest, UnknownJobIsNotFound) {
-  auto store = open_store();
+TEST_F(JobDatabaseTest, UnknownJobIsNotFound) {
+  auto store = open_database();
   EXPECT_EQ(store->get_job("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store->transition("nope", v1::JOB_STATE_RUNNING, "").status().code(),
             absl::StatusCode::kNotFound);
 }
 
-TEST_F(JobStoreTest, RestartRecordsEveryAttemptAndEvent) {
-  auto store = open_store();
+TEST_F(JobDatabaseTest, RestartRecordsEveryAttemptAndEvent) {
+  auto store = open_database();
   const std::string id = create(*store, "job").id;
   move(*store, id, v1::JOB_STATE_RUNNING);
   move(*store, id, v1::JOB_STATE_QUEUED);  // a worker was lost
@@ -117,8 +118,8 @@ TEST_F(JobStoreTest, RestartRecordsEveryAttemptAndEvent) {
   EXPECT_EQ(events->back().message, "to JOB_STATE_SUCCEEDED");
 }
 
-TEST_F(JobStoreTest, IllegalTransitionIsRefusedAndChangesNothing) {
-  auto store = open_store();
+TEST_F(JobDatabaseTest, IllegalTransitionIsRefusedAndChangesNothing) {
+  auto store = open_database();
   const JobRecord queued = create(*store, "job");
   absl::StatusOr<JobRecord> refused =
       store->transition(queued.id, v1::JOB_STATE_SUCCEEDED, "skipping RUNNING");
@@ -151,8 +152,8 @@ TEST(JobStateMachine, OnlyTheDocumentedMovesAreLegal) {
   }
 }
 
-TEST_F(JobStoreTest, LogKeepsOnlyTheNewestLinesOfEachJob) {
-  auto store = open_store({.log_tail_lines = 3});
+TEST_F(JobDatabaseTest, LogKeepsOnlyTheNewestLinesOfEachJob) {
+  auto store = open_database({.log_tail_lines = 3});
   const std::string a = create(*store, "a").id;
   const std::string b = create(*store, "b").id;
   ASSERT_TRUE(store->append_log(b, 1, 0, "b0").ok());
@@ -167,15 +168,15 @@ TEST_F(JobStoreTest, LogKeepsOnlyTheNewestLinesOfEachJob) {
   ASSERT_EQ(store->logs(b)->size(), 1u);
 }
 
-TEST_F(JobStoreTest, LogOfAnUnknownJobIsNotFound) {
-  auto store = open_store();
+TEST_F(JobDatabaseTest, LogOfAnUnknownJobIsNotFound) {
+  auto store = open_database();
   EXPECT_EQ(store->append_log("nope", 1, 0, "x").code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(JobStoreTest, AttemptsKeepTheirWorkersRestartsProgressAndSummary) {
+TEST_F(JobDatabaseTest, AttemptsKeepTheirWorkersRestartsProgressAndSummary) {
   std::string id;
   {
-    auto store = open_store();
+    auto store = open_database();
     id = create(*store, "job").id;
     ASSERT_TRUE(store->transition(id, v1::JOB_STATE_RUNNING, "", {.workers = {"w-a", "w-b"}}).ok());
     move(*store, id, v1::JOB_STATE_QUEUED);
@@ -187,7 +188,7 @@ TEST_F(JobStoreTest, AttemptsKeepTheirWorkersRestartsProgressAndSummary) {
     ASSERT_TRUE(store->set_message(id, "halfway").ok());
     EXPECT_EQ(store->set_message("nope", "x").code(), absl::StatusCode::kNotFound);
   }
-  auto store = open_store();
+  auto store = open_database();
   JobRecord job = *store->get_job(id);
   EXPECT_EQ(job.workers, (std::vector<std::string>{"w-c"}));
   EXPECT_EQ(job.restarts, 1);
@@ -199,15 +200,15 @@ TEST_F(JobStoreTest, AttemptsKeepTheirWorkersRestartsProgressAndSummary) {
   EXPECT_EQ(store->get_job(id)->summary_json, "{}");
 }
 
-TEST_F(JobStoreTest, ReopenedStoreSeesEverything) {
+TEST_F(JobDatabaseTest, ReopenedStoreSeesEverything) {
   std::string id;
   {
-    auto store = open_store();
+    auto store = open_database();
     id = create(*store, "durable").id;
     move(*store, id, v1::JOB_STATE_RUNNING);
     ASSERT_TRUE(store->append_log(id, 1, 0, "step 1").ok());
   }
-  auto store = open_store();
+  auto store = open_database();
   absl::StatusOr<JobRecord> job = store->get_job(id);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->name, "durable");
@@ -220,8 +221,8 @@ TEST_F(JobStoreTest, ReopenedStoreSeesEverything) {
   move(*store, id, v1::JOB_STATE_FAILED);
 }
 
-TEST_F(JobStoreTest, NeedsAreStoredWithTheJobAndReadBack) {
-  auto store = open_store();
+TEST_F(JobDatabaseTest, NeedsAreStoredWithTheJobAndReadBack) {
+  auto store = open_database();
   const JobNeeds needs{.workers = 4,
                        .backend = config::BackendChoice::kCuda,
                        .max_restarts = 2,
@@ -241,10 +242,10 @@ TEST_F(JobStoreTest, NeedsAreStoredWithTheJobAndReadBack) {
 // A database written before the needs had columns: its queued and running
 // jobs get them from their specs, parsed once when it is opened; finished
 // ones are left alone, and a spec that no longer parses keeps none.
-TEST_F(JobStoreTest, AnOlderDatabaseGetsTheNeedsOfItsActiveJobsOnOpen) {
+TEST_F(JobDatabaseTest, AnOlderDatabaseGetsTheNeedsOfItsActiveJobsOnOpen) {
   std::string queued, finished, broken;
   {
-    auto store = open_store();
+    auto store = open_database();
     const std::string spec =
         "name: old\ndata: {train: builtin:demo}\n"
         "resources: {workers: 3, backend: cpu}\nretries: {max_restarts: 5}\n";
@@ -257,7 +258,7 @@ TEST_F(JobStoreTest, AnOlderDatabaseGetsTheNeedsOfItsActiveJobsOnOpen) {
     std::unique_ptr<SqliteDb> db = *SqliteDb::open(dir_.path("jobs.db"));
     ASSERT_TRUE(db->exec("UPDATE jobs SET needs_workers = NULL").ok());
   }
-  auto store = open_store();
+  auto store = open_database();
   const std::optional<JobNeeds> needs = store->get_job(queued)->needs;
   ASSERT_TRUE(needs.has_value());
   EXPECT_EQ(needs->workers, 3);
@@ -272,14 +273,15 @@ TEST_F(JobStoreTest, AnOlderDatabaseGetsTheNeedsOfItsActiveJobsOnOpen) {
 // real error. A file size limit makes SQLite's writes fail as on a full
 // disk (EFBIG, with SIGXFSZ ignored, which SQLite calls an I/O error); the
 // error names the statement by its start and says what happened.
-TEST_F(JobStoreTest, AFullDiskAtOpenIsReportedWithoutTheSchema) {
+TEST_F(JobDatabaseTest, AFullDiskAtOpenIsReportedWithoutTheSchema) {
   rlimit saved{};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
   const sighandler_t previous = signal(SIGXFSZ, SIG_IGN);
   rlimit tiny = saved;
   tiny.rlim_cur = 6000;  // the pragmas fit, the schema does not
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tiny), 0);
-  const absl::StatusOr<std::unique_ptr<JobStore>> store = JobStore::open(dir_.path("full.db"));
+  const absl::StatusOr<std::unique_ptr<JobDatabase>> store =
+      JobDatabase::open(dir_.path("full.db"));
   setrlimit(RLIMIT_FSIZE, &saved);
   signal(SIGXFSZ, previous);
   ASSERT_FALSE(store.ok());
@@ -290,9 +292,9 @@ TEST_F(JobStoreTest, AFullDiskAtOpenIsReportedWithoutTheSchema) {
 // Issue 13: a database file deleted (or replaced) under a running
 // coordinator went unnoticed, SQLite writing on into the unlinked file,
 // until every job vanished at the next start. Every write now refuses.
-TEST_F(JobStoreTest, WritesAreRefusedOnceTheFileIsDeletedOrReplaced) {
+TEST_F(JobDatabaseTest, WritesAreRefusedOnceTheFileIsDeletedOrReplaced) {
   for (const bool replace : {false, true}) {
-    std::unique_ptr<JobStore> store = open_store();
+    std::unique_ptr<JobDatabase> store = open_database();
     const JobRecord job = create(*store, "before");
     std::filesystem::remove(dir_.path("jobs.db"));
     if (replace) std::ofstream(dir_.path("jobs.db")) << "";

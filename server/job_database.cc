@@ -1,6 +1,6 @@
-// Why: see job_store.h. Job states are stored as their mixtrain.v1.JobState
+// Why: see job_database.h. Job states are stored as their mixtrain.v1.JobState
 // numbers, which the proto contract keeps stable.
-#include "server/job_store.h"
+#include "server/job_database.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
@@ -166,7 +166,7 @@ absl::Status add_missing_columns(SqliteDb& db) {
   return absl::OkStatus();
 }
 
-// Stores the needs of each queued or running job stored before they had
+// Stores the needs of each queued or running job databased before they had
 // columns, parsing its spec this once. A spec that no longer parses keeps
 // none; the scheduler says so on the job.
 absl::Status fill_missing_needs(SqliteDb& db) {
@@ -206,8 +206,8 @@ bool is_legal_transition(v1::JobState from, v1::JobState to) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<JobStore>> JobStore::open(const std::string& path,
-                                                         const JobStoreOptions& options) {
+absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::open(const std::string& path,
+                                                               const JobDatabaseOptions& options) {
   ASSIGN_OR_RETURN(db, SqliteDb::open(path));
   RETURN_IF_ERROR(db->exec(kSchema));
   RETURN_IF_ERROR(add_missing_columns(*db));
@@ -217,11 +217,11 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::open(const std::string& path
     return absl::InternalError("cannot stat the job database " + path + ": " +
                                std::strerror(errno));
   }
-  return std::unique_ptr<JobStore>(
-      new JobStore(std::move(db), options, {path, uint64_t(opened.st_dev), uint64_t(opened.st_ino)}));
+  return std::unique_ptr<JobDatabase>(new JobDatabase(
+      std::move(db), options, {path, uint64_t(opened.st_dev), uint64_t(opened.st_ino)}));
 }
 
-absl::Status JobStore::check_file_locked() {
+absl::Status JobDatabase::check_file_locked() {
   struct stat now {};
   if (stat(file_.path.c_str(), &now) == 0 && uint64_t(now.st_dev) == file_.device &&
       uint64_t(now.st_ino) == file_.inode) {
@@ -233,13 +233,13 @@ absl::Status JobStore::check_file_locked() {
       "wrote would be lost): restore the file or restart the coordinator");
 }
 
-absl::StatusOr<SqliteTransaction> JobStore::begin_write_locked() {
+absl::StatusOr<SqliteTransaction> JobDatabase::begin_write_locked() {
   RETURN_IF_ERROR(check_file_locked());
   return SqliteTransaction::begin(*db_);
 }
 
-absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::string_view spec_yaml,
-                                               int64_t steps, const JobNeeds& needs) {
+absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::string_view spec_yaml,
+                                                  int64_t steps, const JobNeeds& needs) {
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
   const std::string id = random_id("", 16);
@@ -266,16 +266,16 @@ absl::StatusOr<JobRecord> JobStore::create_job(std::string_view name, std::strin
   return job;
 }
 
-absl::StatusOr<JobRecord> JobStore::get_job(std::string_view id) {
+absl::StatusOr<JobRecord> JobDatabase::get_job(std::string_view id) {
   absl::MutexLock lock(&mu_);
   return get_job_locked(id);
 }
 
-void JobStore::notify_job_changed(std::string_view id) {
-  if (JobStoreListener* listener = listener_.load()) listener->job_changed(std::string(id));
+void JobDatabase::notify_job_changed(std::string_view id) {
+  if (JobDatabaseListener* listener = listener_.load()) listener->job_changed(std::string(id));
 }
 
-absl::Status JobStore::fill_workers_locked(JobRecord& job) {
+absl::Status JobDatabase::fill_workers_locked(JobRecord& job) {
   ASSIGN_OR_RETURN(select, db_->prepare("SELECT worker_id FROM assignments WHERE job_id = ? "
                                         "AND attempt = ? ORDER BY rank"));
   select.bind(1, job.id).bind(2, job.attempt);
@@ -287,7 +287,7 @@ absl::Status JobStore::fill_workers_locked(JobRecord& job) {
   }
 }
 
-absl::StatusOr<JobRecord> JobStore::get_job_locked(std::string_view id) {
+absl::StatusOr<JobRecord> JobDatabase::get_job_locked(std::string_view id) {
   ASSIGN_OR_RETURN(select, db_->prepare(std::string(kJobColumns) + "WHERE id = ?"));
   select.bind(1, id);
   ASSIGN_OR_RETURN(has_row, select.step());
@@ -297,7 +297,7 @@ absl::StatusOr<JobRecord> JobStore::get_job_locked(std::string_view id) {
   return job;
 }
 
-absl::StatusOr<std::vector<JobRecord>> JobStore::list_jobs() {
+absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_jobs() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(jobs,
                    select_rows(*db_, std::string(kJobColumns) + "ORDER BY rowid", "", read_job));
@@ -305,7 +305,7 @@ absl::StatusOr<std::vector<JobRecord>> JobStore::list_jobs() {
   return jobs;
 }
 
-absl::StatusOr<std::vector<JobRecord>> JobStore::list_active_jobs() {
+absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_active_jobs() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(jobs, select_rows(*db_,
                                      std::string(kJobColumns) + "WHERE state IN (" +
@@ -316,7 +316,7 @@ absl::StatusOr<std::vector<JobRecord>> JobStore::list_active_jobs() {
   return jobs;
 }
 
-absl::StatusOr<std::map<v1::JobState, int64_t>> JobStore::count_jobs_by_state() {
+absl::StatusOr<std::map<v1::JobState, int64_t>> JobDatabase::count_jobs_by_state() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(rows, select_rows(*db_, "SELECT state, COUNT(*) FROM jobs GROUP BY state", "",
                                      [](const SqliteStatement& row) {
@@ -327,9 +327,9 @@ absl::StatusOr<std::map<v1::JobState, int64_t>> JobStore::count_jobs_by_state() 
   return std::map<v1::JobState, int64_t>(rows.begin(), rows.end());
 }
 
-absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState to,
-                                               std::string_view message,
-                                               const TransitionDetails& details) {
+absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobState to,
+                                                  std::string_view message,
+                                                  const TransitionDetails& details) {
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
   ASSIGN_OR_RETURN(tx, begin_write_locked());
@@ -378,8 +378,8 @@ absl::StatusOr<JobRecord> JobStore::transition(std::string_view id, v1::JobState
   return changed;
 }
 
-absl::Status JobStore::update_column_locked(std::string_view sql, std::string_view value,
-                                            std::string_view id) {
+absl::Status JobDatabase::update_column_locked(std::string_view sql, std::string_view value,
+                                               std::string_view id) {
   RETURN_IF_ERROR(check_file_locked());
   ASSIGN_OR_RETURN(update, db_->prepare(sql));
   RETURN_IF_ERROR(update.bind(1, value).bind(2, now_unix_ms()).bind(3, id).run());
@@ -391,12 +391,12 @@ absl::Status JobStore::update_column_locked(std::string_view sql, std::string_vi
   return absl::OkStatus();
 }
 
-absl::Status JobStore::set_message(std::string_view id, std::string_view message) {
+absl::Status JobDatabase::set_message(std::string_view id, std::string_view message) {
   return update_job_column("UPDATE jobs SET message = ?1, updated_ms = ?2 WHERE id = ?3", message,
                            id);
 }
 
-absl::Status JobStore::set_progress(std::string_view id, const v1::Progress& progress) {
+absl::Status JobDatabase::set_progress(std::string_view id, const v1::Progress& progress) {
   std::string json;
   if (!google::protobuf::util::MessageToJsonString(progress, &json).ok()) {
     return absl::InternalError("cannot encode the progress of job '" + std::string(id) + "'");
@@ -405,8 +405,8 @@ absl::Status JobStore::set_progress(std::string_view id, const v1::Progress& pro
                            id);
 }
 
-absl::Status JobStore::update_job_column(std::string_view sql, std::string_view value,
-                                         std::string_view id) {
+absl::Status JobDatabase::update_job_column(std::string_view sql, std::string_view value,
+                                            std::string_view id) {
   absl::ReleasableMutexLock lock(&mu_);
   RETURN_IF_ERROR(update_column_locked(sql, value, id));
   lock.Release();
@@ -414,14 +414,14 @@ absl::Status JobStore::update_job_column(std::string_view sql, std::string_view 
   return absl::OkStatus();
 }
 
-absl::Status JobStore::add_event_locked(std::string_view id, v1::JobState state,
-                                        std::string_view message, int64_t now_ms) {
+absl::Status JobDatabase::add_event_locked(std::string_view id, v1::JobState state,
+                                           std::string_view message, int64_t now_ms) {
   ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO events(job_id, unix_ms, state, message) "
                                         "VALUES(?, ?, ?, ?)"));
   return insert.bind(1, id).bind(2, now_ms).bind(3, int64_t{state}).bind(4, message).run();
 }
 
-absl::StatusOr<std::vector<JobEventRecord>> JobStore::events(std::string_view id) {
+absl::StatusOr<std::vector<JobEventRecord>> JobDatabase::events(std::string_view id) {
   absl::MutexLock lock(&mu_);
   return select_rows(*db_,
                      "SELECT unix_ms, state, message FROM events "
@@ -429,7 +429,7 @@ absl::StatusOr<std::vector<JobEventRecord>> JobStore::events(std::string_view id
                      id, read_event);
 }
 
-absl::StatusOr<std::vector<AttemptRecord>> JobStore::attempts(std::string_view id) {
+absl::StatusOr<std::vector<AttemptRecord>> JobDatabase::attempts(std::string_view id) {
   absl::MutexLock lock(&mu_);
   return select_rows(*db_,
                      "SELECT attempt, started_ms, ended_ms, outcome "
@@ -437,8 +437,8 @@ absl::StatusOr<std::vector<AttemptRecord>> JobStore::attempts(std::string_view i
                      id, read_attempt);
 }
 
-absl::Status JobStore::append_log(std::string_view id, int32_t attempt, int32_t rank,
-                                  std::string_view text) {
+absl::Status JobDatabase::append_log(std::string_view id, int32_t attempt, int32_t rank,
+                                     std::string_view text) {
   absl::ReleasableMutexLock lock(&mu_);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
   RETURN_IF_ERROR(get_job_locked(id).status());
@@ -456,12 +456,13 @@ absl::Status JobStore::append_log(std::string_view id, int32_t attempt, int32_t 
   RETURN_IF_ERROR(trim.bind(1, id).bind(2, options_.log_tail_lines).run());
   RETURN_IF_ERROR(tx.commit());
   lock.Release();
-  if (JobStoreListener* listener = listener_.load()) listener->log_appended(std::string(id), line);
+  if (JobDatabaseListener* listener = listener_.load())
+    listener->log_appended(std::string(id), line);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<LogRecord>> JobStore::logs(std::string_view id, int64_t after_seq,
-                                                      int64_t limit) {
+absl::StatusOr<std::vector<LogRecord>> JobDatabase::logs(std::string_view id, int64_t after_seq,
+                                                         int64_t limit) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(select, db_->prepare("SELECT attempt, rank, unix_ms, text, seq FROM logs "
                                         "WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?"));
@@ -469,7 +470,7 @@ absl::StatusOr<std::vector<LogRecord>> JobStore::logs(std::string_view id, int64
   return read_rows(select, read_log);
 }
 
-absl::StatusOr<int64_t> JobStore::seq_before_last(std::string_view id, int64_t lines) {
+absl::StatusOr<int64_t> JobDatabase::seq_before_last(std::string_view id, int64_t lines) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(select, db_->prepare("SELECT seq FROM logs WHERE job_id = ? "
                                         "ORDER BY seq DESC LIMIT 1 OFFSET ?"));

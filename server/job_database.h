@@ -39,7 +39,7 @@ struct JobRecord {
   std::string summary_json;          // once finished, when the workers sent one
   std::vector<std::string> workers;  // worker id by rank, of the latest attempt
   // What scheduling needs from the spec, stored at submit. Unset only for a
-  // job stored by an older coordinator whose spec no longer parses.
+  // job databased by an older coordinator whose spec no longer parses.
   std::optional<JobNeeds> needs;
 };
 
@@ -66,9 +66,9 @@ struct LogRecord {
 
 // Told about every committed change, after the store's lock is released;
 // methods must be thread safe and must not block for long.
-class JobStoreListener {
+class JobDatabaseListener {
  public:
-  virtual ~JobStoreListener() = default;
+  virtual ~JobDatabaseListener() = default;
   // The job's row changed (state, message or progress), or it was created.
   virtual void job_changed(const std::string& id) = 0;
   // A line was appended to the job's log.
@@ -81,19 +81,19 @@ struct TransitionDetails {
   std::string summary_json;          // entering SUCCEEDED or FAILED: the job's summary
 };
 
-struct JobStoreOptions {
+struct JobDatabaseOptions {
   int64_t log_tail_lines = 10000;  // lines kept per job; older ones are dropped
 };
 
 // Thread safe. Errors of SQLite itself are INTERNAL, or UNAVAILABLE when
 // the database is busy or locked (worth retrying). Every write is refused
 // with DATA_LOSS once the database file was deleted or replaced.
-class JobStore {
+class JobDatabase {
  public:
   // Opens (creating if needed) the store at `path`; a store reopened on the
   // same file sees everything committed before.
-  static absl::StatusOr<std::unique_ptr<JobStore>> open(const std::string& path,
-                                                        const JobStoreOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<JobDatabase>> open(const std::string& path,
+                                                           const JobDatabaseOptions& options = {});
 
   // Records a new QUEUED job with a fresh id (and its first event).
   absl::StatusOr<JobRecord> create_job(std::string_view name, std::string_view spec_yaml,
@@ -131,7 +131,7 @@ class JobStore {
 
   // Registers the one listener told about changes from now on; it must
   // outlive the store or be replaced by nullptr first.
-  void set_listener(JobStoreListener* listener) { listener_.store(listener); }
+  void set_listener(JobDatabaseListener* listener) { listener_.store(listener); }
 
   // The job's state changes, oldest first.
   absl::StatusOr<std::vector<JobEventRecord>> events(std::string_view id);
@@ -157,7 +157,7 @@ class JobStore {
     uint64_t inode = 0;
   };
 
-  JobStore(std::unique_ptr<SqliteDb> db, const JobStoreOptions& options, FileIdentity file)
+  JobDatabase(std::unique_ptr<SqliteDb> db, const JobDatabaseOptions& options, FileIdentity file)
       : db_(std::move(db)), options_(options), file_(std::move(file)) {}
 
   // DATA_LOSS once the database file was deleted or replaced
@@ -182,12 +182,12 @@ class JobStore {
 
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
-  const JobStoreOptions options_;
+  const JobDatabaseOptions options_;
   const FileIdentity file_;
-  std::atomic<JobStoreListener*> listener_ = nullptr;
+  std::atomic<JobDatabaseListener*> listener_ = nullptr;
 };
 
-// True when the job store allows moving from `from` to `to` (see transition).
+// True when the job database allows moving from `from` to `to` (see transition).
 bool is_legal_transition(v1::JobState from, v1::JobState to);
 
 }  // namespace mixtrain::server
