@@ -140,20 +140,11 @@ void Scheduler::run() {
 
 void Scheduler::tick_locked() {
   const int64_t now = now_unix_ms();
-  for (WorkerEntry* worker : workers_.all()) {
-    v1::Worker& info = worker->worker;
-    if (info.state() == v1::WORKER_STATE_LOST) continue;
-    if (now - info.last_heartbeat_unix_ms() > options_.worker_timeout.count()) {
-      info.set_state(v1::WORKER_STATE_LOST);
-      outbox_->clear(info.id());
-      dirty_ = true;
-      if (info.has_task()) {
-        task_vanished_locked(*worker, "was lost (no heartbeat for " +
-                                          std::to_string(options_.worker_timeout.count()) + " ms)");
-      }
-    } else if (worker->slot.stopping() && now >= worker->slot.stop_deadline_ms) {
-      WorkerRegistry::release(*worker);
-      dirty_ = true;
+  for (WorkerEntry* worker : workers_.expire(now, options_.worker_timeout.count(), dirty_)) {
+    outbox_->clear(worker->worker.id());
+    if (worker->worker.has_task()) {
+      task_vanished_locked(*worker, "was lost (no heartbeat for " +
+                                        std::to_string(options_.worker_timeout.count()) + " ms)");
     }
   }
   std::vector<std::pair<std::string, std::string>> to_fail;  // job id, cause

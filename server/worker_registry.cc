@@ -52,6 +52,24 @@ bool move_slot(WorkerEntry& entry, SlotEvent event) {
 
 }  // namespace
 
+std::vector<WorkerEntry*> WorkerRegistry::expire(int64_t now_ms, int64_t timeout_ms,
+                                                 bool& changed) {
+  std::vector<WorkerEntry*> lost;
+  for (WorkerEntry* entry : all()) {
+    v1::Worker& info = entry->worker;
+    if (info.state() == v1::WORKER_STATE_LOST) continue;
+    if (now_ms - info.last_heartbeat_unix_ms() > timeout_ms) {
+      info.set_state(v1::WORKER_STATE_LOST);
+      lost.push_back(entry);
+      changed = true;
+    } else if (entry->slot.stopping() && now_ms >= entry->slot.stop_deadline_ms) {
+      release(*entry);
+      changed = true;
+    }
+  }
+  return lost;
+}
+
 void WorkerRegistry::assign(WorkerEntry& entry, const v1::RunningTask& task) {
   if (!move_slot(entry, SlotEvent::kAssign)) return;
   entry.worker.set_state(v1::WORKER_STATE_BUSY);

@@ -44,6 +44,13 @@ class WorkerRegistry {
   // Every worker, in registration order.
   std::vector<WorkerEntry*> all();
 
+  // Liveness, on the scheduler's tick at `now_ms`: marks LOST every worker
+  // not heard from for more than `timeout_ms` and returns those (their task
+  // is kept for the caller to account for), and frees every worker whose
+  // stopping task passed its deadline without a report. `changed` is set
+  // when any worker changed.
+  std::vector<WorkerEntry*> expire(int64_t now_ms, int64_t timeout_ms, bool& changed);
+
   // The moves of task_slot.h; one the slot's state does not allow is
   // logged and changes nothing (the coordinator never stops over it).
   // Makes `entry` BUSY with `task`, sent and not acknowledged yet.

@@ -87,6 +87,42 @@ TEST(TaskSlotStateMachine, TheRegistryMovesTheWorkerWithItsSlot) {
   EXPECT_FALSE(entry.worker.has_task());
 }
 
+// Liveness is the registry's own: silent workers become LOST (their task
+// left for the scheduler to account for) and stopping tasks past their
+// deadline free their worker.
+TEST(WorkerLiveness, SilentWorkersAreLostAndOverdueStopsFreeTheirWorker) {
+  WorkerRegistry registry;
+  v1::RegisterRequest request;
+  WorkerEntry& silent = registry.upsert("silent", request, 1'000);
+  WorkerEntry& stopping = registry.upsert("stopping", request, 1'000);
+  WorkerEntry& fine = registry.upsert("fine", request, 1'000);
+  for (WorkerEntry* entry : {&silent, &stopping, &fine})
+    entry->worker.set_state(v1::WORKER_STATE_IDLE);
+  v1::RunningTask task;
+  task.set_job_id("j");
+  WorkerRegistry::assign(silent, task);
+  WorkerRegistry::assign(stopping, task);
+  WorkerRegistry::stop(stopping, 4'000);
+  silent.worker.set_last_heartbeat_unix_ms(1'000);
+  stopping.worker.set_last_heartbeat_unix_ms(4'500);
+  fine.worker.set_last_heartbeat_unix_ms(4'500);
+
+  bool changed = false;
+  EXPECT_TRUE(registry.expire(3'000, 5'000, changed).empty());  // nobody silent, no deadline yet
+  EXPECT_FALSE(changed);
+  const std::vector<WorkerEntry*> lost = registry.expire(6'500, 5'000, changed);
+  EXPECT_TRUE(changed);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0], &silent);
+  EXPECT_EQ(silent.worker.state(), v1::WORKER_STATE_LOST);
+  EXPECT_TRUE(silent.worker.has_task());  // the scheduler accounts for it
+  EXPECT_EQ(stopping.worker.state(), v1::WORKER_STATE_IDLE);
+  EXPECT_EQ(stopping.slot.state, S::kFree);
+  EXPECT_EQ(fine.worker.state(), v1::WORKER_STATE_IDLE);
+  changed = false;
+  EXPECT_TRUE(registry.expire(6'600, 5'000, changed).empty());  // LOST is not lost again
+}
+
 TEST(RankStateMachine, OnlyTheDocumentedMovesExist) {
   using R = RankState;
   using V = RankEvent;
