@@ -1,7 +1,10 @@
-// Why: see ring_link.h. Gloo reports a peer's death as gloo::IoException
-// from the send/recv calls or their waits ("Connection closed by peer",
-// "Timed out waiting ...") and a timeout poisons the whole context, which
-// is fine: the communicator gives up on its ring after any failure.
+// Why: see ring_link.h. Gloo reports a peer's death and a timeout alike,
+// as gloo::IoException from the send/recv calls or their waits (this Gloo
+// has no exception type of its own for a timeout, and its message text is
+// no contract), and a timeout poisons the whole context, which is fine:
+// the communicator gives up on its ring after any failure. A failure that
+// comes once the deadline this link gave Gloo has passed is the timeout;
+// one before it is the peer's.
 #include "engine/comm/gloo/ring_link.h"
 
 #include <gloo/common/error.h>
@@ -28,14 +31,14 @@ std::chrono::milliseconds remaining(SteadyTime deadline) {
   return std::max(left, std::chrono::milliseconds(1));
 }
 
-// Runs f, turning Gloo errors into PeerFailure(peer).
+// Runs f, turning Gloo errors into PeerFailure(peer), timed out when they
+// came at or after `deadline`.
 template <class F>
-void guard(int peer, F&& f) {
+void guard(int peer, SteadyTime deadline, F&& f) {
   try {
     f();
   } catch (const gloo::Exception& e) {
-    const std::string detail = gloo_detail(e.what());
-    throw PeerFailure(peer, detail.find("Timed out") != std::string::npos, detail);
+    throw PeerFailure(peer, std::chrono::steady_clock::now() >= deadline, gloo_detail(e.what()));
   }
 }
 
@@ -54,24 +57,24 @@ RingLink::~RingLink() = default;
 
 void RingLink::start_send(const void* data, size_t bytes) {
   send_ = context_.createUnboundBuffer(const_cast<void*>(data), bytes);
-  guard(next_, [&] { send_->send(next_, slot_); });
+  guard(next_, deadline_, [&] { send_->send(next_, slot_); });
   bytes_sent_ += static_cast<int64_t>(bytes);
 }
 
 void RingLink::start_recv(void* data, size_t bytes) {
   recv_ = context_.createUnboundBuffer(data, bytes);
-  guard(prev_, [&] { recv_->recv(prev_, slot_); });
+  guard(prev_, deadline_, [&] { recv_->recv(prev_, slot_); });
 }
 
 void RingLink::finish_send() {
-  guard(next_, [&] {
+  guard(next_, deadline_, [&] {
     if (!send_->waitSend(remaining(deadline_))) throw PeerFailure(next_, false, "send aborted");
   });
   send_.reset();
 }
 
 void RingLink::finish_recv() {
-  guard(prev_, [&] {
+  guard(prev_, deadline_, [&] {
     if (!recv_->waitRecv(remaining(deadline_))) throw PeerFailure(prev_, false, "recv aborted");
   });
   recv_.reset();
