@@ -166,7 +166,7 @@ absl::Status add_missing_columns(SqliteDb& db) {
   return absl::OkStatus();
 }
 
-// Stores the needs of each queued or running job databased before they had
+// Stores the needs of each queued or running job stored before they had
 // columns, parsing its spec this once. A spec that no longer parses keeps
 // none; the scheduler says so on the job.
 absl::Status fill_missing_needs(SqliteDb& db) {

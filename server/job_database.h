@@ -39,7 +39,7 @@ struct JobRecord {
   std::string summary_json;          // once finished, when the workers sent one
   std::vector<std::string> workers;  // worker id by rank, of the latest attempt
   // What scheduling needs from the spec, stored at submit. Unset only for a
-  // job databased by an older coordinator whose spec no longer parses.
+  // job stored by an older coordinator whose spec no longer parses.
   std::optional<JobNeeds> needs;
 };
 
