@@ -32,15 +32,6 @@ config::JobSpec checked_spec(config::JobSpec spec) {
 
 int world_size(const Communicator* comm) { return comm ? comm->world_size() : 1; }
 
-ZeroSettings zero_settings(const config::ZeroSpec& zero) {
-  ZeroSettings out;
-  out.stage = static_cast<int>(zero.stage);
-  out.offload_optimizer = zero.offload_optimizer == config::OffloadTarget::kCpu;
-  out.offload_params = zero.offload_params == config::OffloadTarget::kCpu;
-  out.bucket_bytes = zero.bucket_mb << 20;
-  return out;
-}
-
 SamplerConfig sampler_config(const config::JobSpec& spec, const Communicator* comm) {
   SamplerConfig out;
   out.micro_batch = spec.train.micro_batch;

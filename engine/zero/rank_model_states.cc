@@ -3,6 +3,7 @@
 
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
+#include "engine/zero/zero_placement.h"
 
 namespace mixtrain {
 
@@ -13,14 +14,16 @@ RankModelStates rank_model_states(const config::JobSpec& spec) {
   const double psi = out.parameters;
   const double ranks = static_cast<double>(spec.resources.workers);
   const double p = spec.precision.compute == DType::kF32 ? 4 : 2;
-  const int64_t stage = spec.zero.stage;
-  const double params = p * psi / (stage >= 3 ? ranks : 1);
-  const double grads = p * psi / (stage >= 2 ? ranks : 1);
-  const double optimizer = (16 - 2 * p) * psi / (stage >= 1 ? ranks : 1);
-  const bool offload_optimizer = spec.zero.offload_optimizer == config::OffloadTarget::kCpu;
-  const bool offload_params = spec.zero.offload_params == config::OffloadTarget::kCpu;
-  out.device = grads + (offload_optimizer ? 0 : optimizer) + (offload_params ? 0 : params);
-  out.host = (offload_optimizer ? optimizer : 0) + (offload_params ? params : 0);
+  const ZeroPlacement placement = zero_placement(zero_settings(spec.zero), spec.precision.compute);
+  // Bytes of `state` with `bytes_per_parameter`, added to its pool.
+  const auto place = [&](StatePlacement state, double bytes_per_parameter) {
+    const double bytes =
+        bytes_per_parameter * psi / (state.extent == Extent::kPartition ? ranks : 1);
+    (state.pool == MemoryPool::kHost ? out.host : out.device) += bytes;
+  };
+  place(placement.gradients, p);
+  place(placement.optimizer, 16 - 2 * p);
+  place(placement.weights, p);
   return out;
 }
 

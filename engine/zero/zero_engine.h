@@ -1,40 +1,22 @@
 // Why: data-parallel training with ZeRO (Rajbhandari et al., 2020). This
 // owns one rank's model state (working weights, gradients, fp32 master
-// weights, AdamW moments), placed and partitioned as the stage says, and
-// runs the step stages that touch it: reduction of gradients as backward
-// releases each unit, the overflow check and gradient norm agreed by all
-// ranks, and the AdamW step on this rank's partition followed by the
-// gathering of the updated weights.
-//
-//   stage  working weights   gradients        master + m + v
-//   0      full              full, all-reduce full
-//   1      full              full, reduce-scatter   partition
-//   2      full              partition        partition
-//   3      partition         partition        partition
+// weights, AdamW moments), placed as ZeroPlacement says for the stage and
+// offload flags, and runs the step stages that touch it: reduction of
+// gradients as backward releases each unit (GradientReduction), the
+// overflow check and gradient norm agreed by all ranks, and the AdamW step
+// on this rank's partition (on the CPU when offloaded: HostOptimizer)
+// followed by the gathering of the updated weights. Stage 3 sees a unit's
+// weights only while a pass has it acquired (UnitGatherer).
 //
 // Partitions follow ZeroPartition: rank r owns chunk r of every unit of
-// the padded layout (Gpt built with unit_alignment = world size). Stage 3
-// all-gathers a unit's weights when the GPT acquires it (having started
-// the gather when the unit before it in the pass was acquired) and frees
-// them on release; stages 2 and 3 give backward a unit-sized gradient bucket and
-// reduce-scatter it into the partition when backward releases the unit,
-// with at most two buckets in flight. Those buffers are taken from and
-// given back to ReusedBuffers, so they are allocated in the first step
-// only. On a GPU no collective waits for the device: each waits, on the
-// communicator's stream, for an event recorded on the compute stream. Offload puts master and moments
-// (offload_optimizer) and stage 3's weight partition (offload_params) in
-// the host pool. The offloaded AdamW runs on the CPU (the CPU backend's
-// vectorized kernel) on any backend: each unit's gradient chunk is copied
-// to the host pool on the transfer stream, and while the CPU updates one
-// unit the next unit's gradients and the previous unit's weights travel
-// (on the CPU backend the copies are plain memcpys between the pools).
-// Every rank must call the same methods in the same order.
+// the padded layout (Gpt built with unit_alignment = world size). On a GPU
+// no collective waits for the device: each waits, on the communicator's
+// stream, for an event recorded on the compute stream. Every rank must
+// call the same methods in the same order.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -42,28 +24,23 @@
 #include "engine/comm/communicator.h"
 #include "engine/model/gpt.h"
 #include "engine/optim/adamw.h"
-#include "engine/zero/reused_buffers.h"
+#include "engine/zero/gradient_reduction.h"
+#include "engine/zero/host_optimizer.h"
+#include "engine/zero/optimizer_state.h"
+#include "engine/zero/unit_gatherer.h"
+#include "engine/zero/zero_context.h"
 #include "engine/zero/zero_partition.h"
+#include "engine/zero/zero_placement.h"
 
 namespace mixtrain {
-
-struct ZeroSettings {
-  int stage = 0;                   // 0..3
-  bool offload_optimizer = false;  // master, m and v in the host pool
-  bool offload_params = false;     // stage 3: the weight partition in the host pool
-  // Stage 0 all-reduces gradients in buckets of consecutive units of at
-  // least this many bytes (the last one smaller); stages 1-3 reduce each
-  // unit on its own, as its chunks are the partition.
-  int64_t bucket_bytes = 25 << 20;
-};
 
 class ZeroEngine {
  public:
   // State for `gpt` (whose layout is aligned to the world size) on
   // `backend`; comm null means one rank. Both must outlive the engine.
   // Throws EngineError(kInvalidArgument) for a stage outside 0..3,
-  // offload_params below stage 3, a misaligned layout, offload on a
-  // non-CPU backend, or a communicator whose device is not the backend's.
+  // offload_params below stage 3, a misaligned layout, or a communicator
+  // whose device is not the backend's.
   ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, ZeroSettings settings);
   ~ZeroEngine();
   ZeroEngine(const ZeroEngine&) = delete;
@@ -76,9 +53,9 @@ class ZeroEngine {
   // (stage 0: one partition of world size 1) or its partition.
   const ZeroPartition& optimizer_partition() const { return optimizer_partition_; }
   // fp32 tensors of optimizer_partition().numel() elements.
-  const Tensor& master() const { return master_; }
-  const Tensor& adam_m() const { return adam_m_; }
-  const Tensor& adam_v() const { return adam_v_; }
+  const Tensor& master() const { return state_.master; }
+  const Tensor& adam_m() const { return state_.adam_m; }
+  const Tensor& adam_v() const { return state_.adam_v; }
 
   // The fp32 optimizer state, by tensor.
   enum class State { kMaster, kAdamM, kAdamV };
@@ -124,79 +101,31 @@ class ZeroEngine {
 
  private:
   class Weights;
-  struct PendingReduce {
-    CommHandle handle;
-    size_t unit;
-    Tensor bucket;  // the unit's gradient (stages 2, 3), freed once reduced
-    Tensor shard;   // the reduced chunk, to add into the partition
-  };
 
   const Tensor& state_tensor(State which) const;
-  // The event a collective waits for before it touches its buffers: the
-  // compute stream's work so far (GPU); null on the CPU, where it is done.
-  ReadyEvent inputs_ready();
-  // `chunk` where the communicator can read it: itself, or (a GPU
-  // backend's host-pool tensor) a device copy.
-  Tensor reachable(const Tensor& chunk);
-  // The AdamW parameters of the optimizer segments in [first, end), reading
-  // gradients from `grads` and writing weights to `working` (each undefined:
-  // this engine's own buffers).
-  std::vector<AdamWParam> adam_params(size_t first, size_t end, const Tensor& grads,
-                                      const Tensor& working) const;
-  // optimizer_step with master and moments offloaded to the host pool.
-  void host_optimizer_step(const AdamWConfig& config);
-  // Tensor of `numel` elements in a pool.
-  Tensor allocate(int64_t numel, DType dtype, MemoryCategory category, bool host = false);
+  // Tensor of `extent`'s elements, placed as `placement`.
+  Tensor allocate(StatePlacement placement, DType dtype, MemoryCategory category) const;
   // The views of the owned gradients, one per owned parameter segment.
   std::vector<Tensor> owned_gradient_views() const;
-  // Called by Weights: gather / free stage 3 weights, start reductions.
-  void on_acquire(size_t unit, GptPass pass);
-  void on_release(size_t unit, GptPass pass, bool reduce);
-  // The unit a pass acquires after `unit`, or nullopt after its last.
-  std::optional<size_t> next_unit(size_t unit, GptPass pass) const;
-  // Starts the stage-3 gather of `unit`'s weights into a reused buffer.
-  void start_gather(size_t unit);
-  // Stage 0: submits the all-reduce of the open bucket, if any.
-  void flush_bucket();
-  // Waits for pending reductions until at most `keep` remain.
-  void drain(size_t keep);
   // Gathers the owned chunks of the full working weights (stages 1, 2).
   void gather_weights();
 
   Backend& backend_;
   const ParameterLayout& layout_;
   Communicator* comm_;
-  ZeroSettings settings_;
-  int world_size_;
-  DType compute_dtype_;
-  DType grad_dtype_;
-  ZeroPartition partition_;            // this rank's chunks of every unit
-  ZeroPartition optimizer_partition_;  // what master/m/v hold (partition_ or everything)
-
-  Tensor params_;  // full working weights (stages 0-2) or partition (stage 3)
-  Tensor grads_;   // full gradients (stages 0, 1) or partition (stages 2, 3)
-  Tensor master_, adam_m_, adam_v_;
-  ReusedBuffers gathered_buffers_;  // stage 3: what gathered_ and prefetch_ hold
-  ReusedBuffers reduce_buffers_;    // stages 2, 3: buckets and reduced shards
-  std::vector<Tensor> gathered_;    // stage 3: per unit, while acquired
-  struct Prefetch {
-    size_t unit;
-    Tensor buffer;
-    CommHandle handle;
-  };
-  std::optional<Prefetch> prefetch_;  // stage 3: the next unit's gather in flight
-  std::vector<Tensor> buckets_;       // stages 2, 3: per unit, during backward
-  std::deque<PendingReduce> pending_;
-  // Stage 0: the released units' gradient range not yet submitted, [begin, end).
-  int64_t bucket_begin_ = 0, bucket_end_ = 0;
+  const ZeroSettings settings_;
+  const ZeroPlacement placement_;
+  const int world_size_;
+  const ZeroPartition partition_;            // this rank's chunks of every unit
+  const ZeroPartition optimizer_partition_;  // what master/m/v hold (partition_ or everything)
+  const ZeroContext context_;
+  OptimizerState state_;
+  PlacedTensor params_;  // working weights, compute dtype
+  PlacedTensor grads_;   // gradients, grad dtype
+  std::unique_ptr<GradientReduction> reduction_;
+  std::unique_ptr<UnitGatherer> gatherer_;         // stage 3
+  std::unique_ptr<HostOptimizer> host_optimizer_;  // offload_optimizer
   std::unique_ptr<Weights> weights_;
-  // offload_optimizer: the CPU backend running AdamW on the
-  // host-pool state, and the host copies of the owned gradients and of the
-  // updated weights (optimizer-partition order).
-  std::unique_ptr<Backend> host_ops_;
-  Tensor host_grads_, host_weights_;
-  // optimizer_partition_.segments() index range of each unit's shard.
-  std::vector<std::pair<size_t, size_t>> unit_segments_;
 };
 
 }  // namespace mixtrain

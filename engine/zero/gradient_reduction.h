@@ -1,0 +1,56 @@
+// Why: how backward's gradients reach the rank that owns them is the part
+// of a ZeRO step that differs in kind between the stages, so it is one of
+// three small strategies, chosen once from the placement:
+//
+//   gradients  optimizer  strategy
+//   full       full       bucketed all-reduce: released units gather into
+//                         buckets of at least bucket_bytes, each summed on
+//                         every rank (stage 0)
+//   full       partition  reduce-scatter in place: each released unit is
+//                         summed into this rank's chunk of the full buffer
+//                         (stage 1)
+//   partition  partition  reduce-scatter buckets: backward writes a unit
+//                         into a bucket taken for it, which is summed into
+//                         a chunk and added to the partition (stages 2, 3)
+//
+// Reductions run while backward goes on, at most two in flight. Stages 0
+// and 1 reduce only the step's last micro-batch (the others accumulate in
+// the full buffer); stages 2 and 3 reduce every micro-batch, as they keep
+// no full buffer to accumulate in.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/model/parameter_layout.h"
+#include "engine/zero/zero_context.h"
+#include "engine/zero/zero_placement.h"
+
+namespace mixtrain {
+
+class GradientReduction {
+ public:
+  virtual ~GradientReduction() = default;
+  // Where backward adds `info`'s gradient, valid while its unit is
+  // acquired in backward.
+  virtual Tensor grad(const ParameterInfo& info) = 0;
+  // Backward is about to add into `unit`'s gradients.
+  virtual void begin_unit(size_t /*unit*/) {}
+  // Backward is done with `unit`; `last_micro_batch` says whether this is
+  // the step's last micro-batch.
+  virtual void end_unit(size_t unit, bool last_micro_batch) = 0;
+  // Waits for every reduction: this rank's owned gradients now hold the
+  // sum over ranks.
+  virtual void finish() = 0;
+};
+
+// The strategy for `placement` over `grads` (the engine's gradient buffer,
+// placement.gradients.extent). The context's members and `grads` must
+// outlive it.
+std::unique_ptr<GradientReduction> make_gradient_reduction(const ZeroContext& context,
+                                                           const ZeroPlacement& placement,
+                                                           const PlacedTensor& grads,
+                                                           int64_t bucket_bytes);
+
+}  // namespace mixtrain

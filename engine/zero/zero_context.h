@@ -1,0 +1,41 @@
+// Why: the pieces of the ZeRO engine (the gradient reduction, stage 3's
+// gathers, the offloaded optimizer) work on one rank's backend, layout,
+// partition and communicator, and order their collectives after the
+// compute stream the same way. This is that shared ground.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/comm/communicator.h"
+#include "engine/model/parameter_layout.h"
+#include "engine/zero/zero_partition.h"
+
+namespace mixtrain {
+
+struct ZeroContext {
+  Backend& backend;
+  const ParameterLayout& layout;
+  const ZeroPartition& partition;  // this rank's chunks of every unit
+  Communicator* comm;              // null: one rank
+
+  // The event a collective waits for before it touches its buffers: the
+  // compute stream's work so far (GPU); null on the CPU, where it is done.
+  ReadyEvent inputs_ready() const;
+  // `chunk` where the communicator can read it: itself, or (a GPU
+  // backend's host-pool tensor) a device copy. Call it before
+  // inputs_ready(), which then covers the copy.
+  Tensor reachable(const Tensor& chunk) const;
+  // A zeroed flat tensor of `numel` elements.
+  Tensor allocate(int64_t numel, DType dtype, MemoryCategory category,
+                  MemoryPool pool = MemoryPool::kDevice) const;
+  // `info`'s view of its unit's buffer in `per_unit` (one per layout unit,
+  // undefined while the unit is not acquired). Throws
+  // EngineError(kInternal), naming the parameter and `what` the buffers
+  // are, when it is undefined.
+  Tensor unit_view(const std::vector<Tensor>& per_unit, const ParameterInfo& info,
+                   const char* what) const;
+};
+
+}  // namespace mixtrain
