@@ -31,7 +31,7 @@ def train(build, scratch, name, steps, warmup, overrides, nproc=1):
     summary_path = os.path.join(scratch, f"summary-{name}.json")
     data = CORPUS if os.path.isfile(CORPUS) else "builtin:demo"
     total = warmup + steps
-    command = [os.path.join(build, "client", "mixtrain"), "train", SPEC, "--nproc", str(nproc),
+    command = [os.path.join(build, "bin", "mixtrain"), "train", SPEC, "--nproc", str(nproc),
                "--set", f"data.train={data}", "--set", f"train.steps={total}",
                "--set", "train.warmup_steps=0", "--set", "train.eval_batches=0",
                "--set", f"checkpoint.every={total}",
