@@ -8,6 +8,8 @@
 #include <limits>
 #include <optional>
 
+#include "engine/config/job_spec_fields.h"
+
 namespace mixtrain::jobspec {
 namespace {
 
@@ -139,58 +141,12 @@ JobSpecSchema build_schema() {
          return "";
        }},
   };
-  schema.sections = {
-      {"model",
-       {field("arch", &JobSpec::model, &ModelSpec::arch),
-        field("layers", &JobSpec::model, &ModelSpec::layers),
-        field("heads", &JobSpec::model, &ModelSpec::heads),
-        field("dim", &JobSpec::model, &ModelSpec::dim),
-        field("seq_len", &JobSpec::model, &ModelSpec::seq_len),
-        field("vocab", &JobSpec::model, &ModelSpec::vocab),
-        field("init_from", &JobSpec::model, &ModelSpec::init_from)}},
-      {"data",
-       {field("train", &JobSpec::data, &DataSpec::train),
-        field("val", &JobSpec::data, &DataSpec::val),
-        field("val_fraction", &JobSpec::data, &DataSpec::val_fraction),
-        field("format", &JobSpec::data, &DataSpec::format)}},
-      {"train",
-       {field("steps", &JobSpec::train, &TrainSpec::steps),
-        field("micro_batch", &JobSpec::train, &TrainSpec::micro_batch),
-        field("grad_accum", &JobSpec::train, &TrainSpec::grad_accum),
-        field("lr", &JobSpec::train, &TrainSpec::lr),
-        field("min_lr", &JobSpec::train, &TrainSpec::min_lr),
-        field("warmup_steps", &JobSpec::train, &TrainSpec::warmup_steps),
-        field("weight_decay", &JobSpec::train, &TrainSpec::weight_decay),
-        field("betas", &JobSpec::train, &TrainSpec::betas),
-        field("grad_clip", &JobSpec::train, &TrainSpec::grad_clip),
-        field("seed", &JobSpec::train, &TrainSpec::seed),
-        field("eval_every", &JobSpec::train, &TrainSpec::eval_every),
-        field("eval_batches", &JobSpec::train, &TrainSpec::eval_batches)}},
-      {"precision",
-       {field("compute", &JobSpec::precision, &PrecisionSpec::compute),
-        field("loss_scale", &JobSpec::precision, &PrecisionSpec::loss_scale),
-        field("init_scale", &JobSpec::precision, &PrecisionSpec::init_scale),
-        field("growth_factor", &JobSpec::precision, &PrecisionSpec::growth_factor),
-        field("backoff_factor", &JobSpec::precision, &PrecisionSpec::backoff_factor),
-        field("growth_interval", &JobSpec::precision, &PrecisionSpec::growth_interval),
-        field("hysteresis", &JobSpec::precision, &PrecisionSpec::hysteresis),
-        field("min_scale", &JobSpec::precision, &PrecisionSpec::min_scale),
-        field("on_min_scale", &JobSpec::precision, &PrecisionSpec::on_min_scale),
-        field("tf32", &JobSpec::precision, &PrecisionSpec::tf32)}},
-      {"zero",
-       {field("stage", &JobSpec::zero, &ZeroSpec::stage),
-        field("offload_optimizer", &JobSpec::zero, &ZeroSpec::offload_optimizer),
-        field("offload_params", &JobSpec::zero, &ZeroSpec::offload_params),
-        field("bucket_mb", &JobSpec::zero, &ZeroSpec::bucket_mb)}},
-      {"resources",
-       {field("workers", &JobSpec::resources, &ResourcesSpec::workers),
-        field("backend", &JobSpec::resources, &ResourcesSpec::backend)}},
-      {"checkpoint",
-       {field("every", &JobSpec::checkpoint, &CheckpointSpec::every),
-        field("keep", &JobSpec::checkpoint, &CheckpointSpec::keep),
-        field("dir", &JobSpec::checkpoint, &CheckpointSpec::dir)}},
-      {"retries", {field("max_restarts", &JobSpec::retries, &RetriesSpec::max_restarts)}},
-  };
+  config::for_each_section_field(
+      [&](std::string_view section, std::string_view key, auto section_member, auto field_member) {
+        if (schema.sections.empty() || schema.sections.back().key != section)
+          schema.sections.push_back({section, {}});
+        schema.sections.back().fields.push_back(field(key, section_member, field_member));
+      });
   return schema;
 }
 

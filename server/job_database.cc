@@ -11,6 +11,8 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/common/json.h"
+#include "engine/config/job_spec_json.h"
 #include "jobspec/job_spec_yaml.h"
 #include "server/ids.h"
 
@@ -57,7 +59,7 @@ constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
     {"progress", "TEXT NOT NULL DEFAULT ''"},
     {"summary_json", "TEXT NOT NULL DEFAULT ''"},
     // JobNeeds; NULL in rows stored before they were added, until
-    // fill_missing_needs parses those specs once.
+    // fill_missing_resolution parses those specs once.
     {"needs_workers", "INTEGER"},
     {"needs_backend", "INTEGER"},
     {"needs_max_restarts", "INTEGER"},
@@ -66,6 +68,9 @@ constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
     {"needs_device_bytes", "REAL"},
     {"needs_host_bytes", "REAL"},
     {"needs_min_loss_scale", "REAL"},  // NULL: static loss scaling
+    // config::job_spec_to_json of the validated spec, handed to the tasks;
+    // NULL like the needs until fill_missing_resolution.
+    {"spec_json", "TEXT"},
 };
 
 // Binds `needs` to the 8 parameters from `first` on, in kAddedJobColumns order.
@@ -85,7 +90,7 @@ constexpr std::string_view kJobColumns =
     "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
     "restarts, progress, summary_json, needs_workers, needs_backend, needs_max_restarts, "
     "needs_zero_stage, needs_parameters, needs_device_bytes, needs_host_bytes, "
-    "needs_min_loss_scale FROM jobs ";
+    "needs_min_loss_scale, spec_json FROM jobs ";
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -114,6 +119,7 @@ JobRecord read_job(const SqliteStatement& row) {
                  .min_loss_scale =
                      row.column_is_null(19) ? std::nullopt : std::optional(row.column_double(19))};
   }
+  if (!row.column_is_null(20)) job.spec_json = row.column_text(20);
   return job;
 }
 
@@ -166,14 +172,15 @@ absl::Status add_missing_columns(SqliteDb& db) {
   return absl::OkStatus();
 }
 
-// Stores the needs of each queued or running job stored before they had
-// columns, parsing its spec this once. A spec that no longer parses keeps
-// none; the scheduler says so on the job.
-absl::Status fill_missing_needs(SqliteDb& db) {
+// Stores the needs and the resolved spec of each queued or running job
+// stored before they had columns, parsing its YAML this once. A spec that
+// no longer parses keeps none; the scheduler says so on the job.
+absl::Status fill_missing_resolution(SqliteDb& db) {
   ASSIGN_OR_RETURN(
       missing,
       select_rows(db,
-                  "SELECT id, spec_yaml FROM jobs WHERE needs_workers IS NULL AND state IN (" +
+                  "SELECT id, spec_yaml FROM jobs WHERE (needs_workers IS NULL OR spec_json IS "
+                  "NULL) AND state IN (" +
                       std::to_string(v1::JOB_STATE_QUEUED) + ", " +
                       std::to_string(v1::JOB_STATE_RUNNING) + ")",
                   "", [](const SqliteStatement& row) {
@@ -185,9 +192,12 @@ absl::Status fill_missing_needs(SqliteDb& db) {
     ASSIGN_OR_RETURN(update, db.prepare("UPDATE jobs SET needs_workers = ?1, needs_backend = ?2, "
                                         "needs_max_restarts = ?3, needs_zero_stage = ?4, "
                                         "needs_parameters = ?5, needs_device_bytes = ?6, "
-                                        "needs_host_bytes = ?7, needs_min_loss_scale = ?8 "
-                                        "WHERE id = ?9"));
-    RETURN_IF_ERROR(bind_needs(update, 1, job_needs(*parsed.spec)).bind(9, id).run());
+                                        "needs_host_bytes = ?7, needs_min_loss_scale = ?8, "
+                                        "spec_json = ?9 WHERE id = ?10"));
+    RETURN_IF_ERROR(bind_needs(update, 1, job_needs(*parsed.spec))
+                        .bind(9, dump_json(config::job_spec_to_json(*parsed.spec)))
+                        .bind(10, id)
+                        .run());
   }
   return absl::OkStatus();
 }
@@ -211,7 +221,7 @@ absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::open(const std::string
   ASSIGN_OR_RETURN(db, SqliteDb::open(path));
   RETURN_IF_ERROR(db->exec(kSchema));
   RETURN_IF_ERROR(add_missing_columns(*db));
-  RETURN_IF_ERROR(fill_missing_needs(*db));
+  RETURN_IF_ERROR(fill_missing_resolution(*db));
   struct stat opened {};
   if (stat(path.c_str(), &opened) != 0) {
     return absl::InternalError("cannot stat the job database " + path + ": " +
@@ -239,7 +249,8 @@ absl::StatusOr<SqliteTransaction> JobDatabase::begin_write_locked() {
 }
 
 absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::string_view spec_yaml,
-                                                  int64_t steps, const JobNeeds& needs) {
+                                                  std::string_view spec_json, int64_t steps,
+                                                  const JobNeeds& needs) {
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
   const std::string id = random_id("", 16);
@@ -248,8 +259,9 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
                    db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
                                 "message, created_ms, updated_ms, needs_workers, needs_backend, "
                                 "needs_max_restarts, needs_zero_stage, needs_parameters, "
-                                "needs_device_bytes, needs_host_bytes, needs_min_loss_scale) "
-                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                "needs_device_bytes, needs_host_bytes, needs_min_loss_scale, "
+                                "spec_json) "
+                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   insert.bind(1, id)
       .bind(2, name)
       .bind(3, int64_t{v1::JOB_STATE_QUEUED})
@@ -257,7 +269,7 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
       .bind(5, steps)
       .bind(6, now)
       .bind(7, now);
-  RETURN_IF_ERROR(bind_needs(insert, 8, needs).run());
+  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(16, spec_json).run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
   absl::StatusOr<JobRecord> job = get_job_locked(id);

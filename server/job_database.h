@@ -38,9 +38,11 @@ struct JobRecord {
   v1::Progress progress;             // the latest one stored (steps always set)
   std::string summary_json;          // once finished, when the workers sent one
   std::vector<std::string> workers;  // worker id by rank, of the latest attempt
-  // What scheduling needs from the spec, stored at submit. Unset only for a
-  // job stored by an older coordinator whose spec no longer parses.
+  // What scheduling needs from the spec, and the validated spec the tasks
+  // get (config::job_spec_to_json), stored at submit. Unset / empty only
+  // for a job stored by an older coordinator whose spec no longer parses.
   std::optional<JobNeeds> needs;
+  std::string spec_json;
 };
 
 struct JobEventRecord {
@@ -97,7 +99,8 @@ class JobDatabase {
 
   // Records a new QUEUED job with a fresh id (and its first event).
   absl::StatusOr<JobRecord> create_job(std::string_view name, std::string_view spec_yaml,
-                                       int64_t steps, const JobNeeds& needs);
+                                       std::string_view spec_json, int64_t steps,
+                                       const JobNeeds& needs);
 
   // NOT_FOUND for an unknown id.
   absl::StatusOr<JobRecord> get_job(std::string_view id);

@@ -5,11 +5,14 @@
 #include <map>
 #include <string>
 
-#include "server/job_proto.h"
+#include "engine/common/error.h"
+#include "engine/common/json.h"
+#include "engine/config/job_spec_json.h"
 #include "jobspec/job_spec_yaml.h"
+#include "proto/training_device.h"
+#include "server/job_proto.h"
 #include "server/queued_writer.h"
 #include "server/spec_paths.h"
-#include "proto/training_device.h"
 #include "server/unary_call.h"
 
 namespace mixtrain::server {
@@ -50,8 +53,15 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
     }
     return {grpc::StatusCode::INVALID_ARGUMENT, message};
   }
-  const absl::StatusOr<JobRecord> job = database_->create_job(
-      parsed.spec->name, request.spec_yaml(), parsed.spec->train.steps, job_needs(*parsed.spec));
+  std::string spec_json;
+  try {
+    spec_json = dump_json(config::job_spec_to_json(*parsed.spec));
+  } catch (const EngineError& e) {  // a value JSON cannot carry that validation let through
+    return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + e.what()};
+  }
+  const absl::StatusOr<JobRecord> job =
+      database_->create_job(parsed.spec->name, request.spec_yaml(), spec_json,
+                            parsed.spec->train.steps, job_needs(*parsed.spec));
   if (!job.ok()) return to_grpc(job.status());
   metrics_->job_submitted();
   scheduler_->wake();

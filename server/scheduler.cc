@@ -196,7 +196,7 @@ void Scheduler::schedule_locked() {
   for (const JobRecord& job : *jobs) {
     if (job.state != v1::JOB_STATE_QUEUED) continue;
     std::string message;
-    if (!job.needs) {
+    if (!job.needs || job.spec_json.empty()) {
       message = "the stored spec no longer parses";
     } else if (const auto restart = restart_at_ms_.find(job.id); restart != restart_at_ms_.end()) {
       const int64_t wait_ms = restart->second - now_unix_ms();
@@ -253,7 +253,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
     task.set_attempt(started->attempt);
     task.set_rank(int32_t(rank));
     task.set_world_size(int32_t(workers.size()));
-    task.set_spec_yaml(job.spec_yaml);
+    task.set_spec_json(job.spec_json);
     task.set_rendezvous_scope(rendezvous_scope(job.id, started->attempt));
     task.set_checkpoint_dir((std::filesystem::path(options_.checkpoint_root) / job.id).string());
     task.set_resume(started->attempt > 1);

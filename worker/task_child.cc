@@ -12,19 +12,23 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/checkpoint/checkpoint_fence.h"
 #include "engine/checkpoint/checkpoint_store.h"
-#include "worker/child_messages.h"
 #include "engine/comm/make_communicator.h"
-#include "worker/grpc_store.h"
-#include "jobspec/job_spec_yaml.h"
+#include "engine/common/json.h"
+#include "engine/config/job_spec_json.h"
+#include "engine/train/trainer.h"
 #include "launch/local_ranks.h"
 #include "launch/progress_printer.h"
 #include "launch/run_trainer.h"
+#include "worker/child_messages.h"
+#include "worker/grpc_store.h"
 #include "worker/task_launch.h"
-#include "engine/train/trainer.h"
 
 namespace mixtrain::worker {
 namespace {
@@ -61,6 +65,26 @@ std::string backend_name(const config::JobSpec& spec, const std::string& agent_b
   return agent_backend;
 }
 
+// The task's spec, validated again (a coordinator of another version may
+// have let something through) with its files checked here, beneath the
+// data root this process now runs in; nullopt after saying what is wrong.
+std::optional<config::JobSpec> read_task_spec(const v1::Task& task) {
+  const std::string source = task.job_id() + " spec";
+  config::JobSpec spec;
+  try {
+    spec = config::job_spec_from_json(parse_json(task.spec_json()));
+  } catch (const EngineError& e) {
+    std::cerr << source << ": " << e.what() << "\n";
+    return std::nullopt;
+  }
+  std::vector<config::SpecError> errors = config::validate(spec);
+  if (errors.empty()) errors = config::check_files(spec);
+  for (const config::SpecError& e : errors)
+    std::cerr << source << ": " << e.key_path << ": " << e.message << "\n";
+  if (!errors.empty()) return std::nullopt;
+  return spec;
+}
+
 }  // namespace
 
 int run_task_child(std::istream& in) {
@@ -85,15 +109,9 @@ int run_task_child(std::istream& in) {
               << "\n";
     return 2;
   }
-  jobspec::JobSpecOptions spec_options;
-  spec_options.check_files = true;
-  const jobspec::JobSpecResult loaded =
-      jobspec::parse_job_spec(task.spec_yaml(), task.job_id() + ".yaml", spec_options);
-  if (!loaded.ok()) {
-    for (const jobspec::JobSpecError& e : loaded.errors) std::cerr << e.to_string() << "\n";
-    return 2;
-  }
-  const config::JobSpec& spec = *loaded.spec;
+  const std::optional<config::JobSpec> resolved = read_task_spec(task);
+  if (!resolved) return 2;
+  const config::JobSpec& spec = *resolved;
 
   launch::ProgressPrinter printer(std::cout, /*terminal=*/false);
   std::unique_ptr<Backend> backend;

@@ -215,6 +215,17 @@ const std::string& JsonFields::string(std::string_view key) const {
   return value.get_ref<const std::string&>();
 }
 
+std::optional<std::string> JsonFields::optional_string(std::string_view key) const {
+  if (get(key).is_null()) return std::nullopt;
+  return string(key);
+}
+
+bool JsonFields::boolean(std::string_view key) const {
+  const Json& value = get(key);
+  if (!value.is_boolean()) refuse_kind(key, "true or false");
+  return value.get<bool>();
+}
+
 const Json& JsonFields::array(std::string_view key) const {
   const Json& value = get(key);
   if (!value.is_array()) refuse_kind(key, "an array");

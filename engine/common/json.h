@@ -58,6 +58,8 @@ class JsonFields {
   double number(std::string_view key) const;                          // an integer or a float
   std::optional<double> optional_number(std::string_view key) const;  // null is unset
   const std::string& string(std::string_view key) const;
+  std::optional<std::string> optional_string(std::string_view key) const;  // null is unset
+  bool boolean(std::string_view key) const;
   const Json& array(std::string_view key) const;
   JsonFields object(std::string_view key) const;
 

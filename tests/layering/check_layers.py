@@ -52,7 +52,7 @@ FOLDERS = {
     "launch": ["engine"],
     "client": ["engine", "proto", "jobspec", "net", "launch"],
     "server": ["engine", "proto", "jobspec", "net", "launch"],
-    "worker": ["engine", "proto", "jobspec", "net", "launch"],
+    "worker": ["engine", "proto", "net", "launch"],
 }
 SOURCE = re.compile(r"\.(h|cc|cu|cuh)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

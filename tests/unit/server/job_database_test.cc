@@ -13,6 +13,8 @@
 #include <fstream>
 #include <vector>
 
+#include "engine/common/json.h"
+#include "engine/config/job_spec_json.h"
 #include "test_support/temp_dir.h"
 
 namespace mixtrain::server {
@@ -29,7 +31,8 @@ class JobDatabaseTest : public testing::Test {
     return store.ok() ? std::move(*store) : nullptr;
   }
   JobRecord create(JobDatabase& store, const std::string& name) {
-    absl::StatusOr<JobRecord> job = store.create_job(name, "name: " + name + "\n", 100, JobNeeds{});
+    absl::StatusOr<JobRecord> job =
+        store.create_job(name, "name: " + name + "\n", "{}", 100, JobNeeds{});
     EXPECT_TRUE(job.ok()) << job.status();
     return job.ok() ? *job : JobRecord{};
   }
@@ -229,34 +232,36 @@ TEST_F(JobDatabaseTest, NeedsAreStoredWithTheJobAndReadBack) {
                        .zero_stage = 3,
                        .states = {124e6, 2.5e9, 1.5e9},
                        .min_loss_scale = 1.0};
-  const absl::StatusOr<JobRecord> dynamic = store->create_job("d", "name: d\n", 10, needs);
+  const absl::StatusOr<JobRecord> dynamic = store->create_job("d", "name: d\n", "{}", 10, needs);
   ASSERT_TRUE(dynamic.ok()) << dynamic.status();
   EXPECT_EQ(dynamic->needs, needs);
   JobNeeds static_scale = needs;
   static_scale.min_loss_scale.reset();
-  const absl::StatusOr<JobRecord> fixed = store->create_job("s", "name: s\n", 10, static_scale);
+  const absl::StatusOr<JobRecord> fixed =
+      store->create_job("s", "name: s\n", "{}", 10, static_scale);
   ASSERT_TRUE(fixed.ok()) << fixed.status();
   EXPECT_EQ(store->get_job(fixed->id)->needs, static_scale);
 }
 
-// A database written before the needs had columns: its queued and running
-// jobs get them from their specs, parsed once when it is opened; finished
-// ones are left alone, and a spec that no longer parses keeps none.
-TEST_F(JobDatabaseTest, AnOlderDatabaseGetsTheNeedsOfItsActiveJobsOnOpen) {
+// A database written before the needs and the resolved spec had columns:
+// its queued and running jobs get them from their specs, parsed once when
+// it is opened; finished ones are left alone, and a spec that no longer
+// parses keeps none.
+TEST_F(JobDatabaseTest, AnOlderDatabaseGetsTheNeedsAndSpecOfItsActiveJobsOnOpen) {
   std::string queued, finished, broken;
   {
     auto store = open_database();
     const std::string spec =
         "name: old\ndata: {train: builtin:demo}\n"
         "resources: {workers: 3, backend: cpu}\nretries: {max_restarts: 5}\n";
-    queued = store->create_job("old", spec, 10, JobNeeds{})->id;
-    finished = store->create_job("old", spec, 10, JobNeeds{})->id;
+    queued = store->create_job("old", spec, "{}", 10, JobNeeds{})->id;
+    finished = store->create_job("old", spec, "{}", 10, JobNeeds{})->id;
     move(*store, finished, v1::JOB_STATE_CANCELLED);
-    broken = store->create_job("old", "name: [\n", 10, JobNeeds{})->id;
+    broken = store->create_job("old", "name: [\n", "{}", 10, JobNeeds{})->id;
   }
   {
     std::unique_ptr<SqliteDb> db = *SqliteDb::open(dir_.path("jobs.db"));
-    ASSERT_TRUE(db->exec("UPDATE jobs SET needs_workers = NULL").ok());
+    ASSERT_TRUE(db->exec("UPDATE jobs SET needs_workers = NULL, spec_json = NULL").ok());
   }
   auto store = open_database();
   const std::optional<JobNeeds> needs = store->get_job(queued)->needs;
@@ -265,8 +270,14 @@ TEST_F(JobDatabaseTest, AnOlderDatabaseGetsTheNeedsOfItsActiveJobsOnOpen) {
   EXPECT_EQ(needs->backend, config::BackendChoice::kCpu);
   EXPECT_EQ(needs->max_restarts, 5);
   EXPECT_GT(needs->states.parameters, 0);
+  const config::JobSpec resolved =
+      config::job_spec_from_json(parse_json(store->get_job(queued)->spec_json));
+  EXPECT_EQ(resolved.resources.workers, 3);
+  EXPECT_EQ(resolved.retries.max_restarts, 5);
   EXPECT_FALSE(store->get_job(finished)->needs.has_value());
+  EXPECT_EQ(store->get_job(finished)->spec_json, "");
   EXPECT_FALSE(store->get_job(broken)->needs.has_value());
+  EXPECT_EQ(store->get_job(broken)->spec_json, "");
 }
 
 // Issue 13: a full disk at start printed the whole schema SQL before the
@@ -299,7 +310,7 @@ TEST_F(JobDatabaseTest, WritesAreRefusedOnceTheFileIsDeletedOrReplaced) {
     std::filesystem::remove(dir_.path("jobs.db"));
     if (replace) std::ofstream(dir_.path("jobs.db")) << "";
     const absl::StatusOr<JobRecord> created =
-        store->create_job("after", "name: after\n", 1, JobNeeds{});
+        store->create_job("after", "name: after\n", "{}", 1, JobNeeds{});
     EXPECT_EQ(created.status().code(), absl::StatusCode::kDataLoss);
     EXPECT_NE(created.status().message().find("jobs.db was deleted or replaced while the "
                                               "coordinator ran"),

@@ -9,6 +9,9 @@
 #include <thread>
 
 #include "cluster_fixture.h"
+#include "engine/common/json.h"
+#include "engine/config/job_spec_json.h"
+#include "jobspec/job_spec_yaml.h"
 
 namespace mixtrain::server {
 namespace {
@@ -31,7 +34,9 @@ TEST_F(SchedulerTest, RegisteredWorkerHeartbeatsAndReceivesTheTaskOfASubmittedJo
   EXPECT_EQ(task.attempt(), 1);
   EXPECT_EQ(task.rank(), 0);
   EXPECT_EQ(task.world_size(), 1);
-  EXPECT_EQ(task.spec_yaml(), spec(1));
+  // The spec as validated at submit, not its YAML.
+  EXPECT_EQ(config::job_spec_from_json(parse_json(task.spec_json())),
+            *jobspec::parse_job_spec(spec(1), "t.yaml").spec);
   EXPECT_EQ(task.rendezvous_scope(), id + "/1");
   EXPECT_EQ(task.checkpoint_dir(), dir_.path("ckpt") + "/" + id);
   EXPECT_FALSE(task.resume());

@@ -29,7 +29,7 @@ using std::chrono::seconds;
 
 using testing::tiny_spec;
 
-TaskLaunch launch_for(const std::string& spec, const std::string& checkpoint_dir) {
+TaskLaunch launch_for(const config::JobSpec& spec, const std::string& checkpoint_dir) {
   TaskLaunch launch;
   launch.task = testing::tiny_task(spec, checkpoint_dir);
   launch.backend = "cpu";

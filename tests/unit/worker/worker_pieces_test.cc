@@ -145,7 +145,7 @@ TEST(TaskLaunchTest, RoundTripsAndRejectsGarbage) {
   launch.task.set_job_id("j");
   launch.task.set_rank(1);
   launch.task.set_world_size(2);
-  launch.task.set_spec_yaml("name: x\n");
+  launch.task.set_spec_json(R"({"name": "x"})");
   launch.task.set_resume(true);
   launch.backend = "cpu";
   launch.connection.address = "coord:50051";
