@@ -12,6 +12,12 @@ namespace mixtrain {
 
 namespace {
 
+// scale * factor as GradScaler's _amp_update_scale_ computes it: the fp32
+// scale times the double factor, rounded to fp32 once.
+float times(float scale, double factor) {
+  return static_cast<float>(static_cast<double>(scale) * factor);
+}
+
 // The scale a scaler starts at; static and none keep it for good.
 float initial_scale(const LossScalerConfig& config) {
   return config.mode == LossScaleMode::kNone ? 1.0f : config.init_scale;
@@ -67,7 +73,7 @@ StepDecision LossScaler::update_dynamic(int64_t step, std::string_view nonfinite
     }
     state_.scale = config_.min_scale;
   } else {
-    state_.scale = std::max(state_.scale * config_.backoff_factor, config_.min_scale);
+    state_.scale = std::max(times(state_.scale, config_.backoff_factor), config_.min_scale);
   }
   state_.growth_tracker = 0;
   ++state_.overflow_steps;
@@ -80,12 +86,12 @@ void LossScaler::grow_after_clean_step(StepDecision& decision) {
   if (++state_.growth_tracker < config_.growth_interval) return;
   state_.growth_tracker = 0;
   state_.hysteresis_left = config_.hysteresis;
-  const float grown = state_.scale * config_.growth_factor;
-  if (std::isfinite(grown)) {
-    state_.scale = grown;
-    decision.new_scale = grown;
-    decision.scale_changed = true;
-  }
+  float grown = times(state_.scale, config_.growth_factor);
+  if (!std::isfinite(grown)) return;
+  if (config_.max_scale) grown = std::min(grown, *config_.max_scale);
+  decision.scale_changed = grown != state_.scale;
+  state_.scale = grown;
+  decision.new_scale = grown;
 }
 
 void LossScaler::restore(const LossScalerState& state) {

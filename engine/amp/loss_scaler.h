@@ -8,7 +8,10 @@
 // Dynamic mode is PyTorch's GradScaler (torch.cuda.amp.GradScaler, 1.13):
 // on inf/NaN the step is skipped, scale *= backoff_factor and the growth
 // counter restarts; after growth_interval consecutive clean steps scale *=
-// growth_factor (kept only if finite) and the counter restarts.
+// growth_factor (kept only if finite) and the counter restarts. The
+// factors are doubles applied to the fp32 scale and rounded once, as
+// GradScaler's _amp_update_scale_ does, so a backoff_factor of 0.8 gives
+// GradScaler's scale sequence to the bit.
 // On top of it, DeepSpeed's DynamicLossScaler (deepspeed/runtime/fp16/
 // loss_scaler.py, update_scale, consecutive_hysteresis=False) gives:
 //  * hysteresis H (DeepSpeed "delayed_shift"): a counter hysteresis_left
@@ -22,6 +25,8 @@
 //    raise_error_at_min_scale, here on_min_scale: fail) or, with continue,
 //    keeps min_scale and skips the step. An overflow absorbed by hysteresis
 //    never raises.
+//  * max_scale (optional; the LLaMA recipe caps at 2^17): a growth gives
+//    min(scale * growth_factor, max_scale).
 #pragma once
 
 #include <cstdint>

@@ -27,10 +27,10 @@ void check_field(bool ok, const char* key, const char* requirement, double value
 
 void LossScalerConfig::validate() const {
   check_field(std::isfinite(init_scale), "init_scale", "finite", init_scale);
-  check_field(std::isfinite(growth_factor) && growth_factor > 1.0f, "growth_factor",
+  check_field(std::isfinite(growth_factor) && growth_factor > 1.0, "growth_factor",
               "finite and > 1", growth_factor);
-  check_field(backoff_factor > 0.0f && backoff_factor < 1.0f, "backoff_factor",
-              "in (0, 1)", backoff_factor);
+  check_field(backoff_factor > 0.0 && backoff_factor < 1.0, "backoff_factor", "in (0, 1)",
+              backoff_factor);
   check_field(growth_interval >= 1, "growth_interval", ">= 1",
               static_cast<double>(growth_interval));
   check_field(hysteresis >= 1, "hysteresis", ">= 1", static_cast<double>(hysteresis));
@@ -38,6 +38,11 @@ void LossScalerConfig::validate() const {
               min_scale);
   check_field(init_scale >= min_scale, "init_scale",
               (">= precision.min_scale (" + number(min_scale) + ")").c_str(), init_scale);
+  if (max_scale) {
+    check_field(std::isfinite(*max_scale) && *max_scale >= init_scale, "max_scale",
+                ("finite and >= precision.init_scale (" + number(init_scale) + ")").c_str(),
+                *max_scale);
+  }
 }
 
 }  // namespace mixtrain

@@ -74,6 +74,7 @@ struct PrecisionSpec {
   int64_t growth_interval = 2000;
   int64_t hysteresis = 1;  // DeepSpeed-style delayed backoff
   double min_scale = 1.0;
+  std::optional<double> max_scale;  // unset: growth is not capped
   OnMinScale on_min_scale = OnMinScale::kFail;
   // fp32 GEMMs on CUDA may round their inputs to TF32 (10-bit significand)
   // for tensor cores, as PyTorch's allow_tf32; off keeps CPU parity.

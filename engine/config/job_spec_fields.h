@@ -47,6 +47,7 @@ void for_each_section_field(Visitor&& visit) {
   visit("precision", "growth_interval", &JobSpec::precision, &PrecisionSpec::growth_interval);
   visit("precision", "hysteresis", &JobSpec::precision, &PrecisionSpec::hysteresis);
   visit("precision", "min_scale", &JobSpec::precision, &PrecisionSpec::min_scale);
+  visit("precision", "max_scale", &JobSpec::precision, &PrecisionSpec::max_scale);
   visit("precision", "on_min_scale", &JobSpec::precision, &PrecisionSpec::on_min_scale);
   visit("precision", "tf32", &JobSpec::precision, &PrecisionSpec::tf32);
   visit("zero", "stage", &JobSpec::zero, &ZeroSpec::stage);

@@ -185,6 +185,17 @@ void check_precision(const PrecisionSpec& precision, Checker& check) {
     check.fail("precision.init_scale", "must be a finite number of at least precision.min_scale (" +
                                            format_number(precision.min_scale) + "), got " +
                                            format_number(precision.init_scale));
+  if (precision.max_scale) {
+    if (effective_loss_scale(precision) != LossScaleMode::kDynamic)
+      check.fail("precision.max_scale",
+                 "caps the dynamic loss scale's growth; it needs loss_scale: dynamic");
+    else if (!std::isfinite(*precision.max_scale) ||
+             !(*precision.max_scale >= precision.init_scale))
+      check.fail("precision.max_scale",
+                 "must be a finite number of at least precision.init_scale (" +
+                     format_number(precision.init_scale) + "), got " +
+                     format_number(*precision.max_scale));
+  }
   check.number_at_least("precision.growth_factor", precision.growth_factor, 1, true);
   check.number_in_range("precision.backoff_factor", precision.backoff_factor, 0, 1, true);
   check.in_range("precision.growth_interval", precision.growth_interval, 1, kMaxCount);

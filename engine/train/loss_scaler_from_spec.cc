@@ -7,11 +7,12 @@ LossScalerConfig loss_scaler_config(const config::PrecisionSpec& precision) {
   LossScalerConfig out;
   out.mode = config::effective_loss_scale(precision);
   out.init_scale = static_cast<float>(precision.init_scale);
-  out.growth_factor = static_cast<float>(precision.growth_factor);
-  out.backoff_factor = static_cast<float>(precision.backoff_factor);
+  out.growth_factor = precision.growth_factor;
+  out.backoff_factor = precision.backoff_factor;
   out.growth_interval = precision.growth_interval;
   out.hysteresis = precision.hysteresis;
   out.min_scale = static_cast<float>(precision.min_scale);
+  if (precision.max_scale) out.max_scale = static_cast<float>(*precision.max_scale);
   out.on_min_scale = precision.on_min_scale;
   return out;
 }

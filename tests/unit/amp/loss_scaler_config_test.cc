@@ -34,6 +34,7 @@ TEST(LossScalerConfigTest, DefaultsAreGradScalersAndValid) {
   EXPECT_EQ(config.growth_interval, 2000);
   EXPECT_EQ(config.hysteresis, 1);
   EXPECT_EQ(config.min_scale, 1.0f);
+  EXPECT_EQ(config.max_scale, std::nullopt);
   EXPECT_EQ(config.on_min_scale, OnMinScale::kFail);
   EXPECT_EQ(validation_error(config), "");
 }
@@ -62,10 +63,14 @@ TEST(LossScalerConfigTest, EachBadFieldIsNamed) {
       {"precision.min_scale", [=](LossScalerConfig& c) { c.min_scale = inf; }},
       {"precision.init_scale", [=](LossScalerConfig& c) { c.init_scale = inf; }},
       {"precision.init_scale", [=](LossScalerConfig& c) { c.init_scale = nan; }},
-      {"precision.init_scale", [](LossScalerConfig& c) {
+      {"precision.init_scale",
+       [](LossScalerConfig& c) {
          c.init_scale = 2.0f;
          c.min_scale = 4.0f;
        }},
+      {"precision.max_scale", [](LossScalerConfig& c) { c.max_scale = 1024.0f; }},  // < init
+      {"precision.max_scale", [=](LossScalerConfig& c) { c.max_scale = inf; }},
+      {"precision.max_scale", [=](LossScalerConfig& c) { c.max_scale = nan; }},
   };
   for (const BadField& bad : cases) {
     LossScalerConfig config;

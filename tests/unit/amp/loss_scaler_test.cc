@@ -59,6 +59,59 @@ TEST(LossScalerTest, GrowsAfterExactlyGrowthIntervalCleanSteps) {
   EXPECT_EQ(scaler.overflow_steps(), 0);
 }
 
+// GradScaler's _amp_update_scale_ kernel takes the factors as doubles:
+// *scale = *scale * backoff_factor promotes the fp32 scale to double and
+// rounds the product to fp32 once. With 0.8 (not exact in binary) the
+// sequence differs from fp32 arithmetic (0.8f * scale, rounded) after the
+// first backoff; the scaler must give GradScaler's.
+TEST(LossScalerTest, FactorsApplyInDoubleAndRoundOnceAsGradScaler) {
+  LossScalerConfig config = dynamic_config(3);
+  config.init_scale = 65536.0f;
+  config.backoff_factor = 0.8;
+  config.growth_factor = 1.1;
+  LossScaler scaler(config);
+  float grad_scaler = 65536.0f;  // the kernel's arithmetic, transcribed
+  float fp32_only = 65536.0f;    // what float factors would give
+  int tracker = 0;
+  int differs = 0;
+  // Overflows on steps where step % 5 == 1, clean otherwise: backoffs and
+  // growths interleave.
+  for (int64_t step = 1; step <= 60; ++step) {
+    const bool overflow = step % 5 == 1;
+    if (overflow) {
+      grad_scaler = static_cast<float>(static_cast<double>(grad_scaler) * 0.8);
+      fp32_only = fp32_only * 0.8f;
+      tracker = 0;
+    } else if (++tracker == 3) {
+      grad_scaler = static_cast<float>(static_cast<double>(grad_scaler) * 1.1);
+      fp32_only = fp32_only * 1.1f;
+      tracker = 0;
+    }
+    const StepDecision d = scaler.update(overflow, step);
+    ASSERT_EQ(d.new_scale, grad_scaler) << "step " << step;
+    differs += fp32_only != grad_scaler ? 1 : 0;
+  }
+  EXPECT_GT(differs, 0);  // the test tells the two arithmetics apart
+}
+
+TEST(LossScalerTest, GrowthStopsAtMaxScale) {
+  LossScalerConfig config = dynamic_config(2);
+  config.init_scale = 1024.0f;
+  config.max_scale = 3000.0f;
+  LossScaler scaler(config);
+  scaler.update(false, 1);
+  EXPECT_EQ(scaler.update(false, 2).new_scale, 2048.0f);
+  scaler.update(false, 3);
+  StepDecision d = scaler.update(false, 4);
+  EXPECT_EQ(d.new_scale, 3000.0f);  // 4096 capped
+  EXPECT_TRUE(d.scale_changed);
+  scaler.update(false, 5);
+  d = scaler.update(false, 6);  // a growth due at the cap changes nothing
+  EXPECT_EQ(d.new_scale, 3000.0f);
+  EXPECT_FALSE(d.scale_changed);
+  EXPECT_EQ(scaler.update(true, 7).new_scale, 1500.0f);  // backoff from the cap as usual
+}
+
 TEST(LossScalerTest, OverflowSkipsAndBacksOff) {
   LossScaler scaler(dynamic_config(2000));
   const StepDecision d = scaler.update(true, 1, "wte.weight");

@@ -22,8 +22,8 @@ JobSpec unusual_spec() {
   spec.model = {ModelArch::kGpt, 3, 4, 64, 32, 300, "init.safetensors"};
   spec.data = {"train.bin", "val.bin", 0.25, DataFormat::kTokens};
   spec.train = {7, 3, 5, 1.5e-3, 1e-5, 9, 0.01, {0.8, 0.99}, 0.5, 4242, 11, 6};
-  spec.precision = {DType::kF16, LossScaleMode::kStatic, 1024.0, 3.0, 0.25, 77, 2,
-                    0.125,       OnMinScale::kContinue,  true};
+  spec.precision = {DType::kF16, LossScaleMode::kStatic, 1024.0, 3.0, 0.25, 77, 2, 0.125,
+                    131072.0,    OnMinScale::kContinue,  true};
   spec.zero = {3, OffloadTarget::kCpu, OffloadTarget::kCpu, 8};
   spec.resources = {4, BackendChoice::kCuda};
   spec.checkpoint = {13, 2, "/ckpt"};

@@ -50,13 +50,14 @@ train:
   eval_batches: 3
 precision:
   compute: fp16
-  loss_scale: static
+  loss_scale: dynamic
   init_scale: 1024
   growth_factor: 4.0
   backoff_factor: 0.25
   growth_interval: 100
   hysteresis: 2
   min_scale: 0.5
+  max_scale: 131072
   on_min_scale: continue
 zero: {stage: 3, offload_optimizer: cpu, offload_params: cpu, bucket_mb: 8}
 resources: {workers: 4, backend: cpu}
@@ -70,8 +71,8 @@ retries: {max_restarts: 0}
   expected.model = {config::ModelArch::kGpt, 2, 2, 64, 32, 300, "start.safetensors"};
   expected.data = {"train.bin", "val.bin", std::nullopt, config::DataFormat::kTokens};
   expected.train = {40, 4, 2, 3.0e-4, 3e-5, 5, 0.0, {0.8, 0.99}, 0.5, 7, 10, 3};
-  expected.precision = {DType::kF16, config::LossScaleMode::kStatic, 1024, 4.0, 0.25, 100, 2,
-                        0.5,         config::OnMinScale::kContinue};
+  expected.precision = {DType::kF16, config::LossScaleMode::kDynamic, 1024, 4.0, 0.25, 100, 2, 0.5,
+                        131072.0,    config::OnMinScale::kContinue};
   expected.zero = {3, config::OffloadTarget::kCpu, config::OffloadTarget::kCpu, 8};
   expected.resources = {4, config::BackendChoice::kCpu};
   expected.checkpoint = {20, 1, "/tmp/ckpt"};
