@@ -22,6 +22,7 @@ enum class DataFormat { kAuto, kText, kTokens };  // text = bytes; tokens = llm.
 enum class LossScaleMode { kDynamic, kStatic, kNone };
 enum class OnMinScale { kFail, kContinue };
 enum class OffloadTarget { kNone, kCpu };
+enum class ReduceDtype { kCompute, kFp32 };  // the dtype gradients cross the ranks in
 enum class BackendChoice { kAuto, kCpu, kCuda };
 
 // The training corpus that needs no download (DESIGN.md §2).
@@ -88,6 +89,9 @@ struct ZeroSpec {
   OffloadTarget offload_optimizer = OffloadTarget::kNone;
   OffloadTarget offload_params = OffloadTarget::kNone;
   int64_t bucket_mb = 25;
+  // fp32: 16-bit gradients are widened to fp32 for their reduction across
+  // ranks and rounded back once (DeepSpeed's communication_data_type).
+  ReduceDtype reduce_dtype = ReduceDtype::kCompute;
 
   friend bool operator==(const ZeroSpec&, const ZeroSpec&) = default;
 };
@@ -181,6 +185,9 @@ constexpr std::array<std::pair<OnMinScale, std::string_view>, 2> enum_names(OnMi
 }
 constexpr std::array<std::pair<OffloadTarget, std::string_view>, 2> enum_names(OffloadTarget) {
   return {{{OffloadTarget::kNone, "none"}, {OffloadTarget::kCpu, "cpu"}}};
+}
+constexpr std::array<std::pair<ReduceDtype, std::string_view>, 2> enum_names(ReduceDtype) {
+  return {{{ReduceDtype::kCompute, "compute"}, {ReduceDtype::kFp32, "fp32"}}};
 }
 constexpr std::array<std::pair<BackendChoice, std::string_view>, 3> enum_names(BackendChoice) {
   return {{{BackendChoice::kAuto, "auto"},

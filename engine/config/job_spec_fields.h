@@ -54,6 +54,7 @@ void for_each_section_field(Visitor&& visit) {
   visit("zero", "offload_optimizer", &JobSpec::zero, &ZeroSpec::offload_optimizer);
   visit("zero", "offload_params", &JobSpec::zero, &ZeroSpec::offload_params);
   visit("zero", "bucket_mb", &JobSpec::zero, &ZeroSpec::bucket_mb);
+  visit("zero", "reduce_dtype", &JobSpec::zero, &ZeroSpec::reduce_dtype);
   visit("resources", "workers", &JobSpec::resources, &ResourcesSpec::workers);
   visit("resources", "backend", &JobSpec::resources, &ResourcesSpec::backend);
   visit("checkpoint", "every", &JobSpec::checkpoint, &CheckpointSpec::every);

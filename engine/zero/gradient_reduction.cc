@@ -50,10 +50,39 @@ class InFlight {
   std::deque<Op> ops_;
 };
 
+// fp32 buffers for gradients that cross the ranks widened (ZeroSettings::
+// reduce_in_fp32); unused when they cross in their own dtype.
+class Widening {
+ public:
+  Widening(const ZeroContext& context, bool on)
+      : context_(context),
+        on_(on),
+        buffers_(context.backend, DType::kF32, MemoryCategory::kCommBuffers) {}
+  bool on() const { return on_; }
+  // An fp32 buffer of `numel` elements, contents undefined.
+  Tensor take(int64_t numel) { return buffers_.take(numel); }
+  // An fp32 copy of `grads`.
+  Tensor copy_of(const Tensor& grads) {
+    Tensor wide = buffers_.take(grads.numel());
+    context_.backend.cast(wide, grads);
+    return wide;
+  }
+  void give_back(Tensor buffer) { buffers_.give_back(std::move(buffer)); }
+
+ private:
+  const ZeroContext& context_;
+  const bool on_;
+  ReusedBuffers buffers_;
+};
+
 class BucketedAllReduce final : public GradientReduction {
  public:
-  BucketedAllReduce(const ZeroContext& context, const PlacedTensor& grads, int64_t bucket_bytes)
-      : context_(context), grads_(grads.tensor()), bucket_bytes_(bucket_bytes) {}
+  BucketedAllReduce(const ZeroContext& context, const PlacedTensor& grads, int64_t bucket_bytes,
+                    bool widen)
+      : context_(context),
+        grads_(grads.tensor()),
+        bucket_bytes_(bucket_bytes),
+        wide_(context, widen) {}
 
   Tensor grad(const ParameterInfo& info) override { return parameter_view(grads_, info); }
 
@@ -77,32 +106,55 @@ class BucketedAllReduce final : public GradientReduction {
   // Submits the all-reduce of the open bucket, if any.
   void flush() {
     if (begin_ == end_) return;
-    in_flight_.add(context_.comm->all_reduce_async(grads_.view(begin_, {end_ - begin_}),
-                                                   ReduceOp::kSum, context_.inputs_ready()));
+    const Tensor bucket = grads_.view(begin_, {end_ - begin_});
     begin_ = end_ = 0;
+    if (!wide_.on()) {
+      in_flight_.add(
+          context_.comm->all_reduce_async(bucket, ReduceOp::kSum, context_.inputs_ready()));
+      return;
+    }
+    Tensor sum = wide_.copy_of(bucket);
+    in_flight_.add(context_.comm->all_reduce_async(sum, ReduceOp::kSum, context_.inputs_ready()),
+                   [this, bucket, sum]() mutable {
+                     context_.backend.cast(bucket, sum);  // the one rounding of the sum
+                     wide_.give_back(std::move(sum));
+                   });
   }
 
   const ZeroContext& context_;
   const Tensor grads_;
   const int64_t bucket_bytes_;
   int64_t begin_ = 0, end_ = 0;  // the released units not yet submitted
+  Widening wide_;
   InFlight in_flight_;
 };
 
 class InPlaceReduceScatter final : public GradientReduction {
  public:
-  InPlaceReduceScatter(const ZeroContext& context, const PlacedTensor& grads)
-      : context_(context), grads_(grads) {}
+  InPlaceReduceScatter(const ZeroContext& context, const PlacedTensor& grads, bool widen)
+      : context_(context), grads_(grads), wide_(context, widen) {}
 
   Tensor grad(const ParameterInfo& info) override { return parameter_view(grads_.tensor(), info); }
 
   void end_unit(size_t unit_index, bool last_micro_batch) override {
     if (!last_micro_batch || context_.comm == nullptr) return;
     const ParameterUnit& unit = context_.layout.units()[unit_index];
+    const Tensor unit_grads = grads_.tensor().view(unit.offset, {unit.padded_numel});
+    const Tensor owned = grads_.at(context_.partition.shards()[unit_index]);
+    if (!wide_.on()) {
+      in_flight_.add(context_.comm->reduce_scatter_async(unit_grads, owned, ReduceOp::kSum,
+                                                         context_.inputs_ready()));
+      return;
+    }
+    Tensor send = wide_.copy_of(unit_grads);
+    Tensor sum = wide_.take(owned.numel());
     in_flight_.add(
-        context_.comm->reduce_scatter_async(grads_.tensor().view(unit.offset, {unit.padded_numel}),
-                                            grads_.at(context_.partition.shards()[unit_index]),
-                                            ReduceOp::kSum, context_.inputs_ready()));
+        context_.comm->reduce_scatter_async(send, sum, ReduceOp::kSum, context_.inputs_ready()),
+        [this, owned, send, sum]() mutable {
+          context_.backend.cast(owned, sum);  // the one rounding of the sum
+          wide_.give_back(std::move(send));
+          wide_.give_back(std::move(sum));
+        });
   }
 
   void finish() override { in_flight_.drain(0); }
@@ -110,15 +162,17 @@ class InPlaceReduceScatter final : public GradientReduction {
  private:
   const ZeroContext& context_;
   const PlacedTensor grads_;
+  Widening wide_;
   InFlight in_flight_;
 };
 
 class ReduceScatterBuckets final : public GradientReduction {
  public:
-  ReduceScatterBuckets(const ZeroContext& context, const PlacedTensor& grads)
+  ReduceScatterBuckets(const ZeroContext& context, const PlacedTensor& grads, bool widen)
       : context_(context),
         grads_(grads),
         buffers_(context.backend, grads.tensor().dtype(), MemoryCategory::kCommBuffers),
+        wide_(context, widen),
         buckets_(context.layout.units().size()) {}
 
   Tensor grad(const ParameterInfo& info) override {
@@ -134,6 +188,21 @@ class ReduceScatterBuckets final : public GradientReduction {
   void end_unit(size_t unit_index, bool /*last_micro_batch*/) override {
     const UnitShard& shard = context_.partition.shards()[unit_index];
     Tensor bucket = std::exchange(buckets_[unit_index], Tensor());
+    if (wide_.on()) {
+      Tensor send = wide_.copy_of(bucket);
+      buffers_.give_back(std::move(bucket));  // its next user is ordered after the copy
+      Tensor sum = wide_.take(shard.numel);
+      in_flight_.add(
+          context_.comm->reduce_scatter_async(send, sum, ReduceOp::kSum, context_.inputs_ready()),
+          [this, &shard, send, sum]() mutable {
+            Tensor reduced = buffers_.take(shard.numel);
+            context_.backend.cast(reduced, sum);  // the one rounding of the sum
+            add_to_owned(shard, std::move(reduced));
+            wide_.give_back(std::move(send));
+            wide_.give_back(std::move(sum));
+          });
+      return;
+    }
     Tensor reduced = buffers_.take(shard.numel);
     CommHandle handle;
     if (context_.comm != nullptr) {
@@ -143,19 +212,26 @@ class ReduceScatterBuckets final : public GradientReduction {
       context_.backend.copy(reduced, bucket);
     }
     in_flight_.add(std::move(handle), [this, &shard, bucket, reduced]() mutable {
-      const Tensor owned = grads_.at(shard);
-      context_.backend.add(owned, owned, reduced);
+      add_to_owned(shard, std::move(reduced));
       buffers_.give_back(std::move(bucket));
-      buffers_.give_back(std::move(reduced));
     });
   }
 
   void finish() override { in_flight_.drain(0); }
 
  private:
+  // Adds `reduced` (grad dtype) into this rank's partition, then keeps it
+  // for reuse.
+  void add_to_owned(const UnitShard& shard, Tensor reduced) {
+    const Tensor owned = grads_.at(shard);
+    context_.backend.add(owned, owned, reduced);
+    buffers_.give_back(std::move(reduced));
+  }
+
   const ZeroContext& context_;
   const PlacedTensor grads_;
-  ReusedBuffers buffers_;        // buckets and reduced chunks
+  ReusedBuffers buffers_;  // buckets and reduced chunks, grad dtype
+  Widening wide_;
   std::vector<Tensor> buckets_;  // per unit, while backward adds into it
   InFlight in_flight_;
 };
@@ -165,12 +241,14 @@ class ReduceScatterBuckets final : public GradientReduction {
 std::unique_ptr<GradientReduction> make_gradient_reduction(const ZeroContext& context,
                                                            const ZeroPlacement& placement,
                                                            const PlacedTensor& grads,
-                                                           int64_t bucket_bytes) {
+                                                           const ZeroSettings& settings) {
+  const bool widen =
+      settings.reduce_in_fp32 && context.comm != nullptr && grads.tensor().dtype() != DType::kF32;
   if (placement.gradients.extent == Extent::kPartition)
-    return std::make_unique<ReduceScatterBuckets>(context, grads);
+    return std::make_unique<ReduceScatterBuckets>(context, grads, widen);
   if (placement.optimizer.extent == Extent::kPartition)
-    return std::make_unique<InPlaceReduceScatter>(context, grads);
-  return std::make_unique<BucketedAllReduce>(context, grads, bucket_bytes);
+    return std::make_unique<InPlaceReduceScatter>(context, grads, widen);
+  return std::make_unique<BucketedAllReduce>(context, grads, settings.bucket_bytes, widen);
 }
 
 }  // namespace mixtrain

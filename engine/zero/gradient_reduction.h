@@ -16,7 +16,11 @@
 // Reductions run while backward goes on, at most two in flight. Stages 0
 // and 1 reduce only the step's last micro-batch (the others accumulate in
 // the full buffer); stages 2 and 3 reduce every micro-batch, as they keep
-// no full buffer to accumulate in.
+// no full buffer to accumulate in. With reduce_in_fp32, 16-bit gradients
+// are widened into fp32 buffers before each reduction and the reduced sum
+// is rounded back to the grad dtype once (DeepSpeed's
+// communication_data_type: fp32): twice the bytes on the wire and no
+// per-hop 16-bit rounding.
 #pragma once
 
 #include <cstddef>
@@ -46,11 +50,11 @@ class GradientReduction {
 };
 
 // The strategy for `placement` over `grads` (the engine's gradient buffer,
-// placement.gradients.extent). The context's members and `grads` must
-// outlive it.
+// placement.gradients.extent), with the settings' bucket size (stage 0)
+// and reduction dtype. The context's members and `grads` must outlive it.
 std::unique_ptr<GradientReduction> make_gradient_reduction(const ZeroContext& context,
                                                            const ZeroPlacement& placement,
                                                            const PlacedTensor& grads,
-                                                           int64_t bucket_bytes);
+                                                           const ZeroSettings& settings);
 
 }  // namespace mixtrain

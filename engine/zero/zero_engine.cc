@@ -75,7 +75,7 @@ ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, Zer
                    placement_.weights.extent);
   grads_ = PlacedTensor(allocate(placement_.gradients, gpt.grad_dtype(), MemoryCategory::kGrads),
                         placement_.gradients.extent);
-  reduction_ = make_gradient_reduction(context_, placement_, grads_, settings_.bucket_bytes);
+  reduction_ = make_gradient_reduction(context_, placement_, grads_, settings_);
   if (placement_.weights.extent == Extent::kPartition)
     gatherer_ = std::make_unique<UnitGatherer>(context_, params_.tensor());
   if (placement_.optimizer.pool == MemoryPool::kHost) {

@@ -9,6 +9,7 @@ ZeroSettings zero_settings(const config::ZeroSpec& zero) {
   out.offload_optimizer = zero.offload_optimizer == config::OffloadTarget::kCpu;
   out.offload_params = zero.offload_params == config::OffloadTarget::kCpu;
   out.bucket_bytes = zero.bucket_mb << 20;
+  out.reduce_in_fp32 = zero.reduce_dtype == config::ReduceDtype::kFp32;
   return out;
 }
 

@@ -31,6 +31,10 @@ struct ZeroSettings {
   // least this many bytes (the last one smaller); stages 1-3 reduce each
   // unit on its own, as its chunks are the partition.
   int64_t bucket_bytes = 25 << 20;
+  // Gradients cross the ranks in fp32 (widened from the grad dtype before
+  // each reduction and rounded back once after it) instead of in their own
+  // dtype; the same when they are fp32 already.
+  bool reduce_in_fp32 = false;
 };
 // The settings of a job spec's zero section.
 ZeroSettings zero_settings(const config::ZeroSpec& zero);

@@ -24,7 +24,7 @@ JobSpec unusual_spec() {
   spec.train = {7, 3, 5, 1.5e-3, 1e-5, 9, 0.01, {0.8, 0.99}, 0.5, 4242, 11, 6};
   spec.precision = {DType::kF16, LossScaleMode::kStatic, 1024.0, 3.0, 0.25, 77, 2, 0.125,
                     131072.0,    OnMinScale::kContinue,  true};
-  spec.zero = {3, OffloadTarget::kCpu, OffloadTarget::kCpu, 8};
+  spec.zero = {3, OffloadTarget::kCpu, OffloadTarget::kCpu, 8, ReduceDtype::kFp32};
   spec.resources = {4, BackendChoice::kCuda};
   spec.checkpoint = {13, 2, "/ckpt"};
   spec.retries = {9};

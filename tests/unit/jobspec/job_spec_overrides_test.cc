@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "--set train.steps: expected key=value, e.g. --set train.steps=50"},
         BadOverride{"whole_section", "zero=2",
                     "--set zero=2: zero: is a section; set one of its keys (stage, "
-                    "offload_optimizer, offload_params, bucket_mb)"},
+                    "offload_optimizer, offload_params, bucket_mb, reduce_dtype)"},
         BadOverride{"into_a_value", "name.first=x",
                     "--set name.first=x: name: is a value, not a section"},
         BadOverride{

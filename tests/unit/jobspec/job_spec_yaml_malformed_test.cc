@@ -45,7 +45,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "t.yaml:4: train: unknown key 'microbatch' (did you mean 'micro_batch'?)"},
         MalformedCase{"unknown_key_far_from_any", HEAD "zero:\n  sharding: full\n",
                       "t.yaml:4: zero: unknown key 'sharding' (known keys: stage, "
-                      "offload_optimizer, offload_params, bucket_mb)"},
+                      "offload_optimizer, offload_params, bucket_mb, reduce_dtype)"},
         MalformedCase{"string_for_int", HEAD "train:\n  steps: many\n",
                       "t.yaml:4: train.steps: expected a non-negative integer, got 'many'"},
         MalformedCase{"quoted_number", HEAD "train: {steps: \"50\"}\n",

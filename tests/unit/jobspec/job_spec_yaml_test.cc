@@ -59,7 +59,8 @@ precision:
   min_scale: 0.5
   max_scale: 131072
   on_min_scale: continue
-zero: {stage: 3, offload_optimizer: cpu, offload_params: cpu, bucket_mb: 8}
+zero: {stage: 3, offload_optimizer: cpu, offload_params: cpu, bucket_mb: 8,
+       reduce_dtype: fp32}
 resources: {workers: 4, backend: cpu}
 checkpoint: {every: 20, keep: 1, dir: /tmp/ckpt}
 retries: {max_restarts: 0}
@@ -73,7 +74,8 @@ retries: {max_restarts: 0}
   expected.train = {40, 4, 2, 3.0e-4, 3e-5, 5, 0.0, {0.8, 0.99}, 0.5, 7, 10, 3};
   expected.precision = {DType::kF16, config::LossScaleMode::kDynamic, 1024, 4.0, 0.25, 100, 2, 0.5,
                         131072.0,    config::OnMinScale::kContinue};
-  expected.zero = {3, config::OffloadTarget::kCpu, config::OffloadTarget::kCpu, 8};
+  expected.zero = {3, config::OffloadTarget::kCpu, config::OffloadTarget::kCpu, 8,
+                   config::ReduceDtype::kFp32};
   expected.resources = {4, config::BackendChoice::kCpu};
   expected.checkpoint = {20, 1, "/tmp/ckpt"};
   expected.retries = {0};
