@@ -37,16 +37,10 @@ void UnitGatherer::start_gather(size_t unit_index) {
   const ParameterUnit& unit = context_.layout.units()[unit_index];
   const UnitShard& shard = context_.partition.shards()[unit_index];
   if (prefetch_) buffers_.give_back(std::move(prefetch_->buffer));  // not acquired
-  Prefetch prefetch{unit_index, buffers_.take(unit.padded_numel), CommHandle()};
-  const Tensor chunk = weights_.view(shard.partition_offset, {shard.numel});
-  if (context_.comm != nullptr) {
-    const Tensor input = context_.reachable(chunk);
-    prefetch.handle =
-        context_.comm->all_gather_async(input, prefetch.buffer, context_.inputs_ready());
-  } else {
-    context_.backend.copy(prefetch.buffer, chunk);
-  }
-  prefetch_ = std::move(prefetch);
+  Tensor buffer = buffers_.take(unit.padded_numel);
+  CommHandle handle =
+      context_.all_gather(weights_.view(shard.partition_offset, {shard.numel}), buffer);
+  prefetch_ = Prefetch{unit_index, std::move(buffer), std::move(handle)};
 }
 
 void UnitGatherer::acquire(size_t unit, GptPass pass) {

@@ -15,12 +15,19 @@ ReadyEvent ZeroContext::inputs_ready() const {
   return backend.record_event(StreamKind::kCompute);
 }
 
-Tensor ZeroContext::reachable(const Tensor& chunk) const {
-  if (backend.device_type() == DeviceType::kCpu || chunk.pool() == MemoryPool::kDevice)
-    return chunk;
-  Tensor copy = allocate(chunk.numel(), chunk.dtype(), MemoryCategory::kCommBuffers);
-  backend.copy(copy, chunk);
-  return copy;
+CommHandle ZeroContext::all_gather(const Tensor& chunk, const Tensor& out) const {
+  if (comm == nullptr) {
+    backend.copy(out, chunk);
+    return CommHandle();
+  }
+  // The communicator reaches only the device pool: a GPU backend's
+  // host-pool chunk goes through a device copy, which inputs_ready() covers.
+  Tensor input = chunk;
+  if (backend.device_type() != DeviceType::kCpu && chunk.pool() != MemoryPool::kDevice) {
+    input = allocate(chunk.numel(), chunk.dtype(), MemoryCategory::kCommBuffers);
+    backend.copy(input, chunk);
+  }
+  return comm->all_gather_async(input, out, inputs_ready());
 }
 
 Tensor ZeroContext::allocate(int64_t numel, DType dtype, MemoryCategory category,

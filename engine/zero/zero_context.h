@@ -23,10 +23,10 @@ struct ZeroContext {
   // The event a collective waits for before it touches its buffers: the
   // compute stream's work so far (GPU); null on the CPU, where it is done.
   ReadyEvent inputs_ready() const;
-  // `chunk` where the communicator can read it: itself, or (a GPU
-  // backend's host-pool tensor) a device copy. Call it before
-  // inputs_ready(), which then covers the copy.
-  Tensor reachable(const Tensor& chunk) const;
+  // Starts gathering every rank's `chunk` (one unit's shard, in either
+  // pool) into `out` (the whole unit, device pool); at one rank copies it.
+  // Done when the handle is.
+  CommHandle all_gather(const Tensor& chunk, const Tensor& out) const;
   // A zeroed flat tensor of `numel` elements.
   Tensor allocate(int64_t numel, DType dtype, MemoryCategory category,
                   MemoryPool pool = MemoryPool::kDevice) const;

@@ -120,14 +120,10 @@ std::vector<float> ZeroEngine::gather(State which) {
   for (size_t u = 0; u < layout_.units().size(); ++u) {
     const ParameterUnit& unit = layout_.units()[u];
     const UnitShard& shard = partition_.shards()[u];
-    const Tensor chunk = tensor.view(shard.partition_offset, {shard.numel});
-    const Tensor out = gathered.view(unit.offset, {unit.padded_numel});
-    if (comm_ != nullptr) {
-      const Tensor input = context_.reachable(chunk);
-      comm_->all_gather_async(input, out, context_.inputs_ready()).wait();
-    } else {
-      backend_.copy(out, chunk);
-    }
+    context_
+        .all_gather(tensor.view(shard.partition_offset, {shard.numel}),
+                    gathered.view(unit.offset, {unit.padded_numel}))
+        .wait();
   }
   backend_.copy_to_host(full.data(), gathered);
   return full;
