@@ -27,6 +27,11 @@ enum class Fp8Format { kE4M3, kE5M2 };
 inline constexpr float kFp8E4M3Max = 448.0f;
 inline constexpr float kFp8E5M2Max = 57344.0f;
 
+// The largest finite value of a format: 448 (E4M3) or 57344 (E5M2).
+inline constexpr float fp8_max(Fp8Format format) {
+  return format == Fp8Format::kE4M3 ? kFp8E4M3Max : kFp8E5M2Max;
+}
+
 namespace fp8_detail {
 
 // What distinguishes the two formats when rounding from fp32.

@@ -1,4 +1,5 @@
-// Why: the per-tensor statistics of fp8 delayed scaling (see fp8_scaling.h).
+// Why: the per-tensor statistics and the scaled cast of fp8 (see
+// fp8_scaling.h).
 #include "engine/numerics/fp8_scaling.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/common/cpu_features.h"
+#include "engine/numerics/float16.h"
 
 namespace mixtrain {
 namespace {
@@ -16,18 +18,39 @@ namespace {
 constexpr size_t kParallelThreshold = size_t{1} << 18;
 constexpr size_t kThreadChunk = size_t{1} << 16;
 
-// One thread's amax, on bit patterns: for non-NaN floats, |x|'s bits order
-// like |x|, and an integer max reduction vectorizes (a float one the
-// compiler may not reorder would not). NaNs are masked to 0 with an AND, as
-// GCC 12 does not vectorize the equivalent select inside a reduction.
+// |x|'s bits with NaNs masked to 0: for non-NaN floats the bits order like
+// |x|, and an integer max reduction vectorizes (a float one the compiler
+// may not reorder would not). The AND stands for a select GCC 12 does not
+// vectorize inside a reduction.
+inline uint32_t magnitude_bits_without_nan(float x) {
+  uint32_t magnitude = std::bit_cast<uint32_t>(x) & 0x7fffffffu;
+  return magnitude & (0u - static_cast<uint32_t>(magnitude <= 0x7f800000u));
+}
+
 MIXTRAIN_MULTIVERSION float amax_range(const float* x, size_t n) {
   uint32_t result = 0;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t magnitude = std::bit_cast<uint32_t>(x[i]) & 0x7fffffffu;
-    magnitude &= 0u - static_cast<uint32_t>(magnitude <= 0x7f800000u);
-    result = std::max(result, magnitude);
-  }
+  for (size_t i = 0; i < n; ++i) result = std::max(result, magnitude_bits_without_nan(x[i]));
   return std::bit_cast<float>(result);
+}
+
+// One chunk of quantize_fp8: the cast, the amax bits and the count of
+// scaled magnitudes above max_bits (which catches +-inf, not NaN).
+template <class T>
+MIXTRAIN_MULTIVERSION void quantize_range(const T* src, size_t n, float scale,
+                                          const fp8_detail::Encoding& encoding, uint32_t max_bits,
+                                          uint8_t* dst, uint32_t* amax_bits, int64_t* saturated) {
+  uint32_t result = 0;
+  int64_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    float x = to_float(src[i]);
+    float scaled = x * scale;
+    result = std::max(result, magnitude_bits_without_nan(x));
+    uint32_t scaled_magnitude = std::bit_cast<uint32_t>(scaled) & 0x7fffffffu;
+    count += (scaled_magnitude > max_bits) & (scaled_magnitude <= 0x7f800000u);
+    dst[i] = fp8_detail::encode(scaled, encoding, /*saturate=*/true);
+  }
+  *amax_bits = result;
+  *saturated = count;
 }
 
 }  // namespace
@@ -47,9 +70,34 @@ float amax(const float* x, size_t n) {
 float fp8_scale(float amax_value, Fp8Format format, int margin) {
   float magnitude = std::fabs(amax_value);
   if (magnitude == 0.0f || !std::isfinite(magnitude)) return 1.0f;
-  float format_max = format == Fp8Format::kE4M3 ? kFp8E4M3Max : kFp8E5M2Max;
-  float scale = std::ldexp(format_max / magnitude, -margin);
+  float scale = std::ldexp(fp8_max(format) / magnitude, -margin);
   return std::isinf(scale) ? FLT_MAX : scale;
 }
+
+template <class T>
+Fp8QuantizeStats quantize_fp8(const T* src, size_t n, float scale, Fp8Format format, uint8_t* dst) {
+  const fp8_detail::Encoding& encoding =
+      format == Fp8Format::kE4M3 ? fp8_detail::kE4M3 : fp8_detail::kE5M2;
+  const uint32_t max_bits = std::bit_cast<uint32_t>(fp8_max(format));
+  size_t chunks = (n + kThreadChunk - 1) / kThreadChunk;
+  uint32_t amax_bits = 0;
+  int64_t saturated = 0;
+#pragma omp parallel for reduction(max : amax_bits) reduction(+ : saturated) \
+    schedule(static) if (n >= kParallelThreshold)
+  for (size_t c = 0; c < chunks; ++c) {
+    size_t begin = c * kThreadChunk;
+    uint32_t chunk_amax = 0;
+    int64_t chunk_saturated = 0;
+    quantize_range(src + begin, std::min(kThreadChunk, n - begin), scale, encoding, max_bits,
+                   dst + begin, &chunk_amax, &chunk_saturated);
+    amax_bits = std::max(amax_bits, chunk_amax);
+    saturated += chunk_saturated;
+  }
+  return {std::bit_cast<float>(amax_bits), saturated};
+}
+
+template Fp8QuantizeStats quantize_fp8(const float*, size_t, float, Fp8Format, uint8_t*);
+template Fp8QuantizeStats quantize_fp8(const Half*, size_t, float, Fp8Format, uint8_t*);
+template Fp8QuantizeStats quantize_fp8(const BFloat16*, size_t, float, Fp8Format, uint8_t*);
 
 }  // namespace mixtrain
