@@ -93,7 +93,7 @@ std::string decode(const YAML::Node& value, std::array<double, 2>& out) {
 std::string decode(const YAML::Node& value, DType& out) {
   const std::optional<DType> parsed =
       value.IsScalar() ? config::parse_compute_dtype(value.Scalar()) : std::nullopt;
-  if (!parsed) return expected("one of fp32, fp16, bf16", value);
+  if (!parsed) return expected("one of fp32, fp16, bf16, fp8", value);
   out = *parsed;
   return "";
 }
@@ -105,6 +105,26 @@ std::string decode(const YAML::Node& value, E& out) {
       value.IsScalar() ? config::parse_enum<E>(value.Scalar()) : std::nullopt;
   if (!parsed) return expected("one of " + config::enum_choices<E>(), value);
   out = *parsed;
+  return "";
+}
+
+// precision.fp8: a map of its own keys, each typed as above.
+std::string decode(const YAML::Node& value, config::Fp8Spec& out) {
+  if (!value.IsMap()) return expected("a map of fp8 settings", value);
+  config::Fp8Spec decoded;
+  for (const auto& item : value) {
+    const std::string key = item.first.IsScalar() ? item.first.Scalar() : "";
+    std::string error =
+        "unknown key \"" + key + "\" (expected " + config::fp8_field_choices() + ")";
+    config::for_each_fp8_field([&](std::string_view name, auto member) {
+      if (name == key) {
+        error = decode(item.second, decoded.*member);
+        if (!error.empty()) error = key + ": " + error;
+      }
+    });
+    if (!error.empty()) return error;
+  }
+  out = decoded;
   return "";
 }
 

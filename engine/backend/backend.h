@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@
 
 #include "engine/backend/memory_tracker.h"
 #include "engine/backend/tensor.h"
+#include "engine/numerics/fp8_scaling.h"
+#include "engine/numerics/magnitude_histogram.h"
+#include "engine/numerics/mx_scaling.h"
 
 namespace mixtrain {
 
@@ -72,6 +76,18 @@ struct AdamWConfig {
   float grad_scale = 1.0f;    // gradients are multiplied by this first
 };
 
+// An fp8 GEMM operand: codes (fp8_e4m3 or fp8_e5m2) and how they are
+// scaled. Per tensor (block_scales undefined): the value is code / scale,
+// scale as quantize_fp8 used it. MX (block_scales defined, e8m0): the
+// value is code * 2^(s - 127), blocks of 32 along block_axis, which must be
+// the GEMM's reduction dimension (see matmul_fp8).
+struct Fp8Operand {
+  Tensor codes;
+  float scale = 1.0f;
+  Tensor block_scales;
+  MxAxis block_axis = MxAxis::kAlongRows;
+};
+
 // Result of unscale_and_check over a list of tensors.
 struct NonFiniteCheck {
   bool found = false;      // some element was inf or NaN after unscaling
@@ -93,6 +109,9 @@ class Backend {
   // PyTorch's allow_tf32); off by default. The CPU backend computes fp32
   // GEMMs in fp32 either way.
   virtual void allow_tf32(bool allowed) = 0;
+  // Why this backend cannot run compute fp8, or nullopt when it can: the
+  // CPU always can; a CUDA device needs fp8 tensor cores (sm_89 or newer).
+  virtual std::optional<std::string> fp8_unsupported_reason() const { return std::nullopt; }
   // The tracker counting every allocation of this backend.
   MemoryTracker& memory() const { return *tracker_; }
 
@@ -136,6 +155,36 @@ class Backend {
                       const MatmulOptions& options = {}) = 0;
   // dbias (N) += column sums of dout (M,N): the bias gradient of matmul.
   virtual void bias_backward(const Tensor& dbias, const Tensor& dout) = 0;
+
+  // ---- fp8 ----------------------------------------------------------------
+  // Largest |x| of a compute tensor (NaN ignored, inf counts); synchronizes.
+  virtual float amax(const Tensor& src) = 0;
+  // codes (fp8 dtype, src's numel) = src (compute dtype) * scale rounded to
+  // fp32 once and cast saturating (numerics/fp8_scaling.h). Returns src's
+  // amax and the count of saturated elements; synchronizes.
+  virtual Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale) = 0;
+  // MXFP8 (numerics/mx_scaling.h): src (rows, cols) compute dtype into codes
+  // (fp8 dtype, same shape) and block_scales (e8m0, mx_scale_count) with
+  // blocks along `axis`. Returns the count of clamped elements; synchronizes.
+  virtual int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
+                              MxAxis axis) = 0;
+  // dst (compute dtype, codes' numel) = the values of `src`: per tensor
+  // code * (1 / scale) (Transformer Engine's scale_inv), per MX block
+  // code * 2^(s - 127); the product rounded to fp32, then to dst.
+  virtual void dequantize_fp8(const Tensor& dst, const Fp8Operand& src) = 0;
+  // The scaled fp8 GEMM: C = alpha * op(A) op(B) + beta * C (+ bias) with
+  // A and B the values of two fp8 operands (2-D, shapes as matmul's),
+  // products accumulated in fp32. MX operands are blocked along the
+  // reduction dimension: A along rows (along columns with trans_a), B
+  // along columns (along rows with trans_b). options.bias_grad is refused
+  // (the bias gradient belongs to the unquantized output gradient).
+  // This implementation, which every backend may keep, is the arithmetic of
+  // an fp8 tensor core: it dequantizes to bf16 workspace (fp8 values are
+  // exact in bf16; per-tensor codes unscaled, the two 1/scale folded into
+  // alpha; MX values code * 2^e, exact unless below bf16's normal range)
+  // and runs the bf16 matmul.
+  virtual void matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
+                          const MatmulOptions& options = {});
 
   // ---- GPT layers -------------------------------------------------------
   // out (N,C) = table[ids] (table (V,C), ids (N) int32); accumulate adds.
@@ -181,6 +230,10 @@ class Backend {
                             const Tensor* param_out) = 0;
   // Sum of squares of every element of every tensor, accumulated in fp64.
   virtual double sum_squares(std::span<const Tensor> tensors) = 0;
+  // Counts the elements of every tensor (compute dtypes, each its own) into
+  // one histogram of magnitudes (numerics/magnitude_histogram.h), each
+  // tensor's subnormals judged by its own dtype; synchronizes.
+  virtual MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors) = 0;
   // Multiplies every tensor by inv_scale in place and reports the first
   // tensor holding an inf or NaN afterwards (all tensors are still scaled).
   virtual NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors,

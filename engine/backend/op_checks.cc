@@ -1,7 +1,10 @@
 // Why: the messages of the ops' argument checks (see op_checks.h).
 #include "engine/backend/op_checks.h"
 
+#include <cmath>
 #include <string>
+
+#include "engine/backend/backend.h"
 
 namespace mixtrain::op_checks {
 namespace {
@@ -27,8 +30,31 @@ void check_float(const char* op, const char* name, const Tensor& t) {
 
 void check_float_format(const char* op, const char* name, const Tensor& t) {
   check_defined(op, name, t);
-  if (t.dtype() == DType::kI32) {
+  if (!is_float_compute(t.dtype()) && !is_fp8(t.dtype())) {
     fail(op, name, t, "must be a float format (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2)");
+  }
+}
+
+void check_fp8(const char* op, const char* name, const Tensor& t) {
+  check_defined(op, name, t);
+  if (!is_fp8(t.dtype())) fail(op, name, t, "must be fp8_e4m3 or fp8_e5m2");
+}
+
+void check_block_scales(const char* op, const Tensor& codes, const Tensor& block_scales,
+                        MxAxis axis) {
+  check_ndim(op, "codes", codes, 2);
+  check_dtype(op, "block_scales", block_scales, DType::kE8M0);
+  check_numel(op, "block_scales", block_scales, mx_scale_count(codes.dim(0), codes.dim(1), axis));
+}
+
+void check_fp8_operand(const char* op, const char* name, const Fp8Operand& operand) {
+  check_fp8(op, name, operand.codes);
+  check_ndim(op, name, operand.codes, 2);
+  if (operand.block_scales.defined()) {
+    check_block_scales(op, operand.codes, operand.block_scales, operand.block_axis);
+  } else if (!std::isfinite(operand.scale) || !(operand.scale > 0.0f)) {
+    fail(op, name, operand.codes,
+         "has scale " + std::to_string(operand.scale) + "; it must be finite and positive");
   }
 }
 

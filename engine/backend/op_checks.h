@@ -9,6 +9,11 @@
 #include <cstdint>
 
 #include "engine/backend/tensor.h"
+#include "engine/numerics/mx_scaling.h"
+
+namespace mixtrain {
+struct Fp8Operand;
+}
 
 namespace mixtrain::op_checks {
 
@@ -17,6 +22,18 @@ void check_float(const char* op, const char* name, const Tensor& t);
 
 // t's dtype is a float format: fp32, fp16, bf16, fp8_e4m3 or fp8_e5m2.
 void check_float_format(const char* op, const char* name, const Tensor& t);
+
+// t's dtype is fp8_e4m3 or fp8_e5m2.
+void check_fp8(const char* op, const char* name, const Tensor& t);
+
+// MX block scales for the 2-D fp8 `codes` blocked along `axis`: e8m0,
+// mx_scale_count(rows, cols, axis) elements.
+void check_block_scales(const char* op, const Tensor& codes, const Tensor& block_scales,
+                        MxAxis axis);
+
+// An fp8 GEMM operand: 2-D fp8 codes with either a finite positive scale or
+// valid block scales.
+void check_fp8_operand(const char* op, const char* name, const Fp8Operand& operand);
 
 // t's dtype is exactly `dtype`.
 void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype);

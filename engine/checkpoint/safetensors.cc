@@ -20,8 +20,8 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::kF32,     DType::kF16,     DType::kBF16,
-                                DType::kFP8E4M3, DType::kFP8E5M2, DType::kI32};
+constexpr DType kAllDTypes[] = {DType::kF32,     DType::kF16, DType::kBF16, DType::kFP8E4M3,
+                                DType::kFP8E5M2, DType::kI32, DType::kE8M0};
 
 constexpr std::string_view kMetadataKey = "__metadata__";
 
@@ -84,6 +84,8 @@ const char* safetensors_dtype_name(DType dtype) {
     case DType::kFP8E4M3: return "F8_E4M3";
     case DType::kFP8E5M2: return "F8_E5M2";
     case DType::kI32: return "I32";
+    case DType::kE8M0:
+      return "F8_E8M0";
   }
   return "unknown";
 }

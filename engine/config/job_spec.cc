@@ -20,6 +20,19 @@ std::string effective_checkpoint_dir(const JobSpec& spec) {
   return "./checkpoints/" + spec.name;
 }
 
+std::string fp8_field_choices() {
+  std::string out;
+  for_each_fp8_field([&](std::string_view key, auto) {
+    if (!out.empty()) out += ", ";
+    out += key;
+  });
+  return out;
+}
+
+std::string compute_dtype_name(DType compute) {
+  return compute == DType::kFP8E4M3 ? "fp8" : dtype_name(compute);
+}
+
 std::optional<DType> parse_compute_dtype(std::string_view name) {
   if (name == "fp8") return DType::kFP8E4M3;
   if (name == "int32") return std::nullopt;

@@ -24,6 +24,9 @@ enum class OnMinScale { kFail, kContinue };
 enum class OffloadTarget { kNone, kCpu };
 enum class ReduceDtype { kCompute, kFp32 };  // the dtype gradients cross the ranks in
 enum class BackendChoice { kAuto, kCpu, kCuda };
+enum class Fp8FormatChoice { kHybrid, kE4M3 };  // hybrid: E4M3 forward, E5M2 gradients
+enum class Fp8Scaling { kDelayed, kCurrent, kMxfp8 };
+enum class AmaxCompute { kMax, kMostRecent };  // over the delayed recipe's history
 
 // The training corpus that needs no download (DESIGN.md §2).
 inline constexpr std::string_view kBuiltinDemoData = "builtin:demo";
@@ -66,6 +69,33 @@ struct TrainSpec {
   friend bool operator==(const TrainSpec&, const TrainSpec&) = default;
 };
 
+// precision.fp8: how compute fp8 quantizes its GEMMs' inputs (DESIGN.md §4).
+struct Fp8Spec {
+  Fp8FormatChoice format = Fp8FormatChoice::kHybrid;
+  Fp8Scaling scaling = Fp8Scaling::kDelayed;
+  int64_t amax_history = 1024;  // steps of amax the delayed recipe remembers
+  AmaxCompute amax_compute = AmaxCompute::kMax;
+  int64_t margin = 0;           // scale = FP8_MAX / amax / 2^margin
+  bool skip_first_last = true;  // the output head stays bf16
+
+  friend bool operator==(const Fp8Spec&, const Fp8Spec&) = default;
+};
+
+// Calls visit(key, member) for every key of precision.fp8, e.g.
+// visit("scaling", &Fp8Spec::scaling): the YAML and JSON forms walk it.
+template <class Visitor>
+void for_each_fp8_field(Visitor&& visit) {
+  visit("format", &Fp8Spec::format);
+  visit("scaling", &Fp8Spec::scaling);
+  visit("amax_history", &Fp8Spec::amax_history);
+  visit("amax_compute", &Fp8Spec::amax_compute);
+  visit("margin", &Fp8Spec::margin);
+  visit("skip_first_last", &Fp8Spec::skip_first_last);
+}
+
+// "format, scaling, ...": precision.fp8's keys for error messages.
+std::string fp8_field_choices();
+
 struct PrecisionSpec {
   DType compute = DType::kBF16;
   std::optional<LossScaleMode> loss_scale;  // unset: dynamic for fp16, none otherwise
@@ -80,6 +110,10 @@ struct PrecisionSpec {
   // fp32 GEMMs on CUDA may round their inputs to TF32 (10-bit significand)
   // for tensor cores, as PyTorch's allow_tf32; off keeps CPU parity.
   bool tf32 = false;
+  // Gradient-range telemetry every this many steps; 0 = off.
+  int64_t stats_every = 100;
+  // Written only with compute fp8 (unset: Fp8Spec's defaults).
+  std::optional<Fp8Spec> fp8;
 
   friend bool operator==(const PrecisionSpec&, const PrecisionSpec&) = default;
 };
@@ -143,6 +177,26 @@ struct SpecError {
 // compute and none otherwise.
 LossScaleMode effective_loss_scale(const PrecisionSpec& precision);
 
+// True when the spec asks for fp8 compute (compute: fp8).
+inline bool is_fp8_compute(const PrecisionSpec& precision) {
+  return precision.compute == DType::kFP8E4M3;
+}
+
+// The dtype the model's working weights, activations and non-GEMM ops use:
+// bf16 for fp8 compute (only the GEMMs' inputs are fp8), else the compute
+// dtype.
+inline DType model_dtype(const PrecisionSpec& precision) {
+  return is_fp8_compute(precision) ? DType::kBF16 : precision.compute;
+}
+
+// The fp8 settings in effect: precision.fp8, else the defaults.
+inline Fp8Spec effective_fp8(const PrecisionSpec& precision) {
+  return precision.fp8.value_or(Fp8Spec{});
+}
+
+// The spec's name of a compute dtype: "fp8" for fp8 compute, else dtype_name.
+std::string compute_dtype_name(DType compute);
+
 // The validation fraction in effect: 0 when data.val is set, else the
 // explicit val_fraction, else 0.1.
 double effective_val_fraction(const DataSpec& data);
@@ -162,8 +216,9 @@ std::vector<SpecError> validate(const JobSpec& spec);
 std::vector<SpecError> check_files(const JobSpec& spec, const std::filesystem::path& base_dir = {});
 
 // Parses a compute dtype as the spec spells it: fp32, fp16, bf16 (and their
-// long names), or fp8 / fp8_e4m3 / fp8_e5m2, which parse so that validate()
-// can say they are not supported yet. nullopt for anything else.
+// long names), fp8 (DType::kFP8E4M3, which compute_dtype_name spells back as
+// "fp8"), or fp8_e4m3 / fp8_e5m2, which parse so that validate() can say
+// how to ask for fp8. nullopt for anything else.
 std::optional<DType> parse_compute_dtype(std::string_view name);
 
 // The spec's spelling of each enum value, in declaration order; one table
@@ -193,6 +248,17 @@ constexpr std::array<std::pair<BackendChoice, std::string_view>, 3> enum_names(B
   return {{{BackendChoice::kAuto, "auto"},
            {BackendChoice::kCpu, "cpu"},
            {BackendChoice::kCuda, "cuda"}}};
+}
+constexpr std::array<std::pair<Fp8FormatChoice, std::string_view>, 2> enum_names(Fp8FormatChoice) {
+  return {{{Fp8FormatChoice::kHybrid, "hybrid"}, {Fp8FormatChoice::kE4M3, "e4m3"}}};
+}
+constexpr std::array<std::pair<Fp8Scaling, std::string_view>, 3> enum_names(Fp8Scaling) {
+  return {{{Fp8Scaling::kDelayed, "delayed"},
+           {Fp8Scaling::kCurrent, "current"},
+           {Fp8Scaling::kMxfp8, "mxfp8"}}};
+}
+constexpr std::array<std::pair<AmaxCompute, std::string_view>, 2> enum_names(AmaxCompute) {
+  return {{{AmaxCompute::kMax, "max"}, {AmaxCompute::kMostRecent, "most_recent"}}};
 }
 
 // The spec's name of `value` ("dynamic" for LossScaleMode::kDynamic).

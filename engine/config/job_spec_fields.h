@@ -50,6 +50,8 @@ void for_each_section_field(Visitor&& visit) {
   visit("precision", "max_scale", &JobSpec::precision, &PrecisionSpec::max_scale);
   visit("precision", "on_min_scale", &JobSpec::precision, &PrecisionSpec::on_min_scale);
   visit("precision", "tf32", &JobSpec::precision, &PrecisionSpec::tf32);
+  visit("precision", "stats_every", &JobSpec::precision, &PrecisionSpec::stats_every);
+  visit("precision", "fp8", &JobSpec::precision, &PrecisionSpec::fp8);
   visit("zero", "stage", &JobSpec::zero, &ZeroSpec::stage);
   visit("zero", "offload_optimizer", &JobSpec::zero, &ZeroSpec::offload_optimizer);
   visit("zero", "offload_params", &JobSpec::zero, &ZeroSpec::offload_params);

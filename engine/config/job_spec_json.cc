@@ -34,6 +34,13 @@ template <class E>
 requires requires { enum_names(E{}); }
 Json encode(E value) { return std::string(enum_name(value)); }
 
+Json encode(const Fp8Spec& value) {
+  Json out = Json::object();
+  for_each_fp8_field(
+      [&](std::string_view key, auto member) { out[std::string(key)] = encode(value.*member); });
+  return out;
+}
+
 template <class T>
 Json encode(const std::optional<T>& value) {
   return value ? encode(*value) : Json(nullptr);
@@ -74,6 +81,8 @@ void decode(const Field& f, E& out) {
   out = *parsed;
 }
 
+void decode(const Field& f, Fp8Spec& out);
+
 template <class T>
 void decode(const Field& f, std::optional<T>& out) {
   if (f.fields.get(f.key).is_null()) {
@@ -104,6 +113,17 @@ void refuse_unknown_keys(const Json& object, const Keys& allowed, const std::str
     if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end())
       refuse("unknown key \"" + where + item.key() + "\"");
   }
+}
+
+// precision.fp8's object: every key present, no other.
+void decode(const Field& f, Fp8Spec& out) {
+  const JsonFields fields = f.fields.object(f.key);
+  std::vector<std::string_view> keys;
+  for_each_fp8_field([&](std::string_view key, auto) { keys.push_back(key); });
+  refuse_unknown_keys(f.fields.get(f.key), keys, f.path + ".");
+  for_each_fp8_field([&](std::string_view key, auto member) {
+    decode(Field{fields, key, f.path + "." + std::string(key)}, out.*member);
+  });
 }
 
 }  // namespace

@@ -28,6 +28,8 @@ constexpr int64_t kMaxEvalBatches = 1 << 20;
 constexpr int64_t kMaxCount = 1'000'000'000;     // steps, intervals
 constexpr int64_t kMaxBucketMb = 65536;
 constexpr int64_t kMaxWorkers = 1024;
+constexpr int64_t kMaxAmaxHistory = 1 << 16;  // precision.fp8.amax_history
+constexpr int64_t kMaxFp8Margin = 64;         // 2^-64 already scales any amax below max
 constexpr int64_t kMaxKeep = 10000;
 constexpr int64_t kMaxRestarts = 1000;
 
@@ -175,11 +177,23 @@ void check_train(const TrainSpec& train, Checker& check) {
 }
 
 void check_precision(const PrecisionSpec& precision, Checker& check) {
-  if (precision.compute == DType::kFP8E4M3 || precision.compute == DType::kFP8E5M2)
-    check.fail("precision.compute", "fp8 compute is not supported yet; use bf16 or fp16");
-  else if (!is_float_compute(precision.compute))
+  if (precision.compute == DType::kFP8E5M2)
     check.fail("precision.compute",
-               std::string("must be fp32, fp16 or bf16, got ") + dtype_name(precision.compute));
+               "write compute: fp8 and choose the formats with precision.fp8.format "
+               "(hybrid: E4M3 forward, E5M2 gradients; e4m3), got fp8_e5m2");
+  else if (!is_float_compute(precision.compute) && !is_fp8_compute(precision))
+    check.fail("precision.compute", std::string("must be fp32, fp16, bf16 or fp8, got ") +
+                                        dtype_name(precision.compute));
+  if (precision.fp8 && !is_fp8_compute(precision))
+    check.fail("precision.fp8",
+               "sets how fp8 compute scales; it needs precision.compute: fp8, "
+               "got " +
+                   compute_dtype_name(precision.compute));
+  if (precision.fp8) {
+    check.in_range("precision.fp8.amax_history", precision.fp8->amax_history, 1, kMaxAmaxHistory);
+    check.in_range("precision.fp8.margin", precision.fp8->margin, 0, kMaxFp8Margin);
+  }
+  check.in_range("precision.stats_every", precision.stats_every, 0, kMaxCount);
   check.number_at_least("precision.min_scale", precision.min_scale, 0, true);
   if (!std::isfinite(precision.init_scale) || !(precision.init_scale >= precision.min_scale))
     check.fail("precision.init_scale", "must be a finite number of at least precision.min_scale (" +

@@ -53,6 +53,19 @@ Gpt::Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dty
 
 Gpt::~Gpt() = default;
 
+int64_t Gpt::fp8_gemm_count(const GptConfig& config, bool quantize_head) {
+  return 4 * config.layers + (quantize_head ? 1 : 0);
+}
+
+void Gpt::set_fp8(Fp8Linear* fp8, bool quantize_head) {
+  MIXTRAIN_CHECK_ARG(
+      fp8 == nullptr || fp8->recipe().gemms() == fp8_gemm_count(config_, quantize_head),
+      "Gpt::set_fp8: the recipe numbers " + std::to_string(fp8 ? fp8->recipe().gemms() : 0) +
+          " GEMMs, the model " + std::to_string(fp8_gemm_count(config_, quantize_head)));
+  fp8_ = fp8;
+  fp8_head_ = fp8 != nullptr && quantize_head;
+}
+
 void Gpt::check_params(const char* op, const Tensor& params) const {
   MIXTRAIN_CHECK_ARG(params.defined(), std::string(op) + ": params is undefined");
   check_dtype(op, "params", params, compute_dtype_);

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "engine/backend/backend.h"
+#include "engine/model/fp8_linear.h"
 #include "engine/model/gpt_activations.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/gpt_weights.h"
@@ -34,6 +35,15 @@ class Gpt {
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
+
+  // The number of fp8 GEMMs of `config`: four per block (qkv, attention
+  // projection, MLP up and down), plus the output head when it is quantized.
+  static int64_t fp8_gemm_count(const GptConfig& config, bool quantize_head);
+  // Runs the blocks' linear layers (and the head when quantize_head) in fp8
+  // through `fp8` (numbered as fp8_gemm_count counts them: block l's four
+  // are 4l..4l+3, the head 4 * layers); null: every GEMM in the compute
+  // dtype. `fp8` must outlive the model's passes.
+  void set_fp8(Fp8Linear* fp8, bool quantize_head);
 
   const GptConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
@@ -95,6 +105,8 @@ class Gpt {
   DType grad_dtype_;
   std::unique_ptr<GptActivations> acts_;
   std::unique_ptr<GptActivationGrads> grad_acts_;
+  Fp8Linear* fp8_ = nullptr;
+  bool fp8_head_ = false;
   bool logits_valid_ = false;      // acts_->logits holds the last forward's logits
   bool backward_pending_ = false;  // a forward with targets awaits its backward
 };

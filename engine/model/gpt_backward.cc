@@ -20,9 +20,14 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
   // dW += dout^T in, and db += column sums of dout with it (the GEMM's
   // epilogue on CUDA).
   auto linear_backward = [&](const Tensor& din, const Tensor& dout, const Tensor& in, int64_t layer,
-                             BlockParameter weight, BlockParameter bias) {
-    be.matmul(rows(din), rows(dout), param(layout_.block(layer, weight)));
+                             int64_t index, BlockParameter weight, BlockParameter bias) {
     const Tensor db = grad(layout_.block(layer, bias));
+    if (fp8_ != nullptr) {
+      fp8_->backward(4 * layer + index, rows(din), grad(layout_.block(layer, weight)), &db,
+                     rows(dout), rows(in), param(layout_.block(layer, weight)));
+      return;
+    }
+    be.matmul(rows(din), rows(dout), param(layout_.block(layer, weight)));
     MatmulOptions accumulate_dw;
     accumulate_dw.trans_a = true;
     accumulate_dw.beta = 1.0f;
@@ -38,11 +43,16 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
   // padding rows). The embeddings stay acquired until the embedding
   // backward completes wte's gradient.
   weights.acquire(ParameterLayout::kEmbeddingsUnit, GptPass::kBackward);
-  be.matmul(rows(d.btc), rows(a.logits), param(layout_.output_head()));
-  MatmulOptions accumulate_dwte;
-  accumulate_dwte.trans_a = true;
-  accumulate_dwte.beta = 1.0f;
-  be.matmul(grad(layout_.output_head()), rows(a.logits), rows(a.lnf), accumulate_dwte);
+  if (fp8_head_) {
+    fp8_->backward(4 * config_.layers, rows(d.btc), grad(layout_.output_head()), nullptr,
+                   rows(a.logits), rows(a.lnf), param(layout_.output_head()));
+  } else {
+    be.matmul(rows(d.btc), rows(a.logits), param(layout_.output_head()));
+    MatmulOptions accumulate_dwte;
+    accumulate_dwte.trans_a = true;
+    accumulate_dwte.beta = 1.0f;
+    be.matmul(grad(layout_.output_head()), rows(a.logits), rows(a.lnf), accumulate_dwte);
+  }
   be.set_zero(d.residual);
   weights.acquire(layout_.lnf_unit(), GptPass::kBackward);
   be.layernorm_backward(d.residual, grad(layout_.lnf_weight()), grad(layout_.lnf_bias()), d.btc,
@@ -57,22 +67,22 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
     const Tensor& x = l == 0 ? a.encoded : a.blocks[static_cast<size_t>(l - 1)].residual3;
     weights.acquire(layout_.block_unit(l), GptPass::kBackward);
     // MLP sub-block.
-    linear_backward(d.fch_gelu, d.residual, blk.fch_gelu, l, BlockParameter::kMlpProjWeight,
+    linear_backward(d.fch_gelu, d.residual, blk.fch_gelu, l, 3, BlockParameter::kMlpProjWeight,
                     BlockParameter::kMlpProjBias);
     be.set_zero(d.fch);
     be.gelu_backward(d.fch, d.fch_gelu, blk.fch);
-    linear_backward(d.btc, d.fch, blk.ln2, l, BlockParameter::kMlpFcWeight,
+    linear_backward(d.btc, d.fch, blk.ln2, l, 2, BlockParameter::kMlpFcWeight,
                     BlockParameter::kMlpFcBias);
     be.layernorm_backward(d.residual, grad(layout_.block(l, BlockParameter::kLn2Weight)),
                           grad(layout_.block(l, BlockParameter::kLn2Bias)), d.btc, blk.residual2,
                           param(layout_.block(l, BlockParameter::kLn2Weight)), blk.ln2_mean,
                           blk.ln2_rstd);
     // Attention sub-block (d.btc becomes datty, then dln1).
-    linear_backward(d.btc, d.residual, blk.atty, l, BlockParameter::kAttnProjWeight,
+    linear_backward(d.btc, d.residual, blk.atty, l, 1, BlockParameter::kAttnProjWeight,
                     BlockParameter::kAttnProjBias);
     be.set_zero(d.qkv);
     be.attention_backward(d.qkv, d.btc, blk.qkv, blk.att, static_cast<int>(config_.heads));
-    linear_backward(d.btc, d.qkv, blk.ln1, l, BlockParameter::kAttnQkvWeight,
+    linear_backward(d.btc, d.qkv, blk.ln1, l, 0, BlockParameter::kAttnQkvWeight,
                     BlockParameter::kAttnQkvBias);
     be.layernorm_backward(d.residual, grad(layout_.block(l, BlockParameter::kLn1Weight)),
                           grad(layout_.block(l, BlockParameter::kLn1Bias)), d.btc, x,

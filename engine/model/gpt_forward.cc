@@ -10,17 +10,24 @@ void Gpt::run_forward(GptWeights& weights) {
   GptActivations& a = *acts_;
   Backend& be = backend_;
   auto param = [&](const ParameterInfo& info) { return weights.param(info); };
-  // out = in W^T + b for the linear layer (weight, bias) of `layer`, and
-  // gelu_out = gelu(out) when given (fused into the GEMM on CUDA).
-  auto linear = [&](const Tensor& out, const Tensor& in, int64_t layer, BlockParameter weight,
-                    BlockParameter bias, const Tensor* gelu_out = nullptr) {
+  // out = in W^T + b for the linear layer (weight, bias) of `layer`, the
+  // block's `index`-th GEMM, and gelu_out = gelu(out) when given (fused
+  // into the GEMM on CUDA); in fp8 when the model has an Fp8Linear.
+  auto linear = [&](const Tensor& out, const Tensor& in, int64_t layer, int64_t index,
+                    BlockParameter weight, BlockParameter bias, const Tensor* gelu_out = nullptr) {
     const Tensor b = param(layout_.block(layer, bias));
+    const Tensor w = param(layout_.block(layer, weight));
     const Tensor gelu_rows = gelu_out != nullptr ? rows(*gelu_out) : Tensor();
+    const Tensor* gelu = gelu_out != nullptr ? &gelu_rows : nullptr;
+    if (fp8_ != nullptr) {
+      fp8_->forward(4 * layer + index, rows(out), rows(in), w, &b, gelu);
+      return;
+    }
     MatmulOptions options;
     options.trans_b = true;
     options.bias = &b;
-    options.gelu_out = gelu_out != nullptr ? &gelu_rows : nullptr;
-    be.matmul(rows(out), rows(in), param(layout_.block(layer, weight)), options);
+    options.gelu_out = gelu;
+    be.matmul(rows(out), rows(in), w, options);
   };
 
   // encoded = wte[tokens] + wpe[t]; the embeddings stay acquired for the head.
@@ -36,18 +43,18 @@ void Gpt::run_forward(GptWeights& weights) {
     be.layernorm_forward(blk.ln1, blk.ln1_mean, blk.ln1_rstd, x,
                          param(layout_.block(l, BlockParameter::kLn1Weight)),
                          param(layout_.block(l, BlockParameter::kLn1Bias)));
-    linear(blk.qkv, blk.ln1, l, BlockParameter::kAttnQkvWeight, BlockParameter::kAttnQkvBias);
+    linear(blk.qkv, blk.ln1, l, 0, BlockParameter::kAttnQkvWeight, BlockParameter::kAttnQkvBias);
     be.attention_forward(blk.atty, blk.att, blk.qkv, static_cast<int>(config_.heads));
-    linear(a.projection, blk.atty, l, BlockParameter::kAttnProjWeight,
+    linear(a.projection, blk.atty, l, 1, BlockParameter::kAttnProjWeight,
            BlockParameter::kAttnProjBias);
     be.add(blk.residual2, x, a.projection);
     // MLP sub-block: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
     be.layernorm_forward(blk.ln2, blk.ln2_mean, blk.ln2_rstd, blk.residual2,
                          param(layout_.block(l, BlockParameter::kLn2Weight)),
                          param(layout_.block(l, BlockParameter::kLn2Bias)));
-    linear(blk.fch, blk.ln2, l, BlockParameter::kMlpFcWeight, BlockParameter::kMlpFcBias,
+    linear(blk.fch, blk.ln2, l, 2, BlockParameter::kMlpFcWeight, BlockParameter::kMlpFcBias,
            &blk.fch_gelu);
-    linear(a.projection, blk.fch_gelu, l, BlockParameter::kMlpProjWeight,
+    linear(a.projection, blk.fch_gelu, l, 3, BlockParameter::kMlpProjWeight,
            BlockParameter::kMlpProjBias);
     be.add(blk.residual3, blk.residual2, a.projection);
     weights.release(layout_.block_unit(l), GptPass::kForward);
@@ -59,9 +66,14 @@ void Gpt::run_forward(GptWeights& weights) {
   be.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.blocks.back().residual3,
                        param(layout_.lnf_weight()), param(layout_.lnf_bias()));
   weights.release(layout_.lnf_unit(), GptPass::kForward);
-  MatmulOptions head;
-  head.trans_b = true;
-  be.matmul(rows(a.logits), rows(a.lnf), param(layout_.output_head()), head);
+  if (fp8_head_) {
+    fp8_->forward(4 * config_.layers, rows(a.logits), rows(a.lnf), param(layout_.output_head()),
+                  nullptr, nullptr);
+  } else {
+    MatmulOptions head;
+    head.trans_b = true;
+    be.matmul(rows(a.logits), rows(a.lnf), param(layout_.output_head()), head);
+  }
   weights.release(ParameterLayout::kEmbeddingsUnit, GptPass::kForward);
 }
 

@@ -25,7 +25,7 @@ constexpr size_t kThreadChunk = size_t{1} << 15;
 // fp32 elements of the pivot buffer for pairs without an fp32 side (8 KiB).
 constexpr size_t kPivotBlock = 2048;
 
-bool is_convertible(DType t) { return t != DType::kI32; }
+bool is_convertible(DType t) { return t != DType::kI32 && t != DType::kE8M0; }
 
 ToF32Kernel to_f32_kernel(const ConvertKernels& k, DType t) {
   switch (t) {

@@ -22,7 +22,8 @@ struct ConvertOptions {
 // and dst must not overlap unless they are the same pointer with the same
 // element size (fp16 <-> bf16 in place works). Neither pointer needs any
 // alignment. Multi-threaded (OpenMP) above a size threshold when called
-// outside a parallel region. Throws EngineError(kInvalidArgument) for int32.
+// outside a parallel region. Throws EngineError(kInvalidArgument) for int32
+// and e8m0.
 void convert(const void* src, DType src_type, void* dst, DType dst_type, size_t n,
              ConvertOptions options = {});
 

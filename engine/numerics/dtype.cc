@@ -11,6 +11,8 @@ const char* dtype_name(DType t) {
     case DType::kFP8E4M3: return "fp8_e4m3";
     case DType::kFP8E5M2: return "fp8_e5m2";
     case DType::kI32: return "int32";
+    case DType::kE8M0:
+      return "e8m0";
   }
   return "unknown";
 }
@@ -22,9 +24,10 @@ DType parse_dtype(std::string_view name) {
   if (name == "fp8_e4m3") return DType::kFP8E4M3;
   if (name == "fp8_e5m2") return DType::kFP8E5M2;
   if (name == "int32") return DType::kI32;
+  if (name == "e8m0") return DType::kE8M0;
   throw EngineError(ErrorCode::kInvalidArgument,
                     "unknown dtype \"" + std::string(name) +
-                        "\" (expected fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int32)");
+                        "\" (expected fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int32, e8m0)");
 }
 
 }  // namespace mixtrain

@@ -27,9 +27,12 @@ inline uint32_t magnitude_bits_without_nan(float x) {
   return magnitude & (0u - static_cast<uint32_t>(magnitude <= 0x7f800000u));
 }
 
-MIXTRAIN_MULTIVERSION float amax_range(const float* x, size_t n) {
+template <class T>
+MIXTRAIN_MULTIVERSION float amax_range(const T* x, size_t n) {
   uint32_t result = 0;
-  for (size_t i = 0; i < n; ++i) result = std::max(result, magnitude_bits_without_nan(x[i]));
+  for (size_t i = 0; i < n; ++i) {
+    result = std::max(result, magnitude_bits_without_nan(to_float(x[i])));
+  }
   return std::bit_cast<float>(result);
 }
 
@@ -55,7 +58,8 @@ MIXTRAIN_MULTIVERSION void quantize_range(const T* src, size_t n, float scale,
 
 }  // namespace
 
-float amax(const float* x, size_t n) {
+template <class T>
+float amax(const T* x, size_t n) {
   if (n < kParallelThreshold) return amax_range(x, n);
   size_t chunks = (n + kThreadChunk - 1) / kThreadChunk;
   float result = 0.0f;
@@ -96,6 +100,9 @@ Fp8QuantizeStats quantize_fp8(const T* src, size_t n, float scale, Fp8Format for
   return {std::bit_cast<float>(amax_bits), saturated};
 }
 
+template float amax(const float*, size_t);
+template float amax(const Half*, size_t);
+template float amax(const BFloat16*, size_t);
 template Fp8QuantizeStats quantize_fp8(const float*, size_t, float, Fp8Format, uint8_t*);
 template Fp8QuantizeStats quantize_fp8(const Half*, size_t, float, Fp8Format, uint8_t*);
 template Fp8QuantizeStats quantize_fp8(const BFloat16*, size_t, float, Fp8Format, uint8_t*);

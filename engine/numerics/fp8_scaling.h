@@ -12,9 +12,11 @@
 
 namespace mixtrain {
 
-// Largest |x| over n floats; NaNs are ignored, inf counts as inf; 0 when
-// n is 0 or every element is NaN. Multi-threaded (OpenMP) for large n.
-float amax(const float* x, size_t n);
+// Largest |x| over n elements (T float, Half or BFloat16) as fp32; NaNs
+// are ignored, inf counts as inf; 0 when n is 0 or every element is NaN.
+// Multi-threaded (OpenMP) for large n.
+template <class T>
+float amax(const T* x, size_t n);
 
 // scale = FP8_MAX / amax / 2^margin (the magnitude of amax_value is used).
 // Returns 1 when amax is 0, inf or NaN (no information to scale by), and

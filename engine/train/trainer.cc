@@ -56,6 +56,14 @@ AdamWConfig adamw_config(const config::TrainSpec& train) {
   return out;
 }
 
+// The recipe of a compute fp8 spec, else null.
+std::unique_ptr<Fp8Recipe> make_fp8_recipe(const config::JobSpec& spec) {
+  if (!config::is_fp8_compute(spec.precision)) return nullptr;
+  const config::Fp8Spec fp8 = config::effective_fp8(spec.precision);
+  return std::make_unique<Fp8Recipe>(
+      fp8_recipe_settings(fp8), Gpt::fp8_gemm_count(gpt_config(spec.model), !fp8.skip_first_last));
+}
+
 // The pool Gpt::forward can read token ids from on the host.
 MemoryPool host_readable_pool(const Backend& backend) {
   return backend.device_type() == DeviceType::kCpu ? MemoryPool::kDevice : MemoryPool::kHost;
@@ -68,8 +76,11 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
       spec_(checked_spec(std::move(spec))),
       options_(std::move(options)),
       checkpoint_dir_(options_.checkpoint_dir.value_or(config::effective_checkpoint_dir(spec_))),
-      gpt_(backend_, gpt_config(spec_.model), spec_.precision.compute,
-           options_.grads_fp32 ? DType::kF32 : spec_.precision.compute, world_size(options_.comm)),
+      fp8_recipe_(make_fp8_recipe(spec_)),
+      fp8_linear_(fp8_recipe_ ? std::make_unique<Fp8Linear>(backend_, *fp8_recipe_) : nullptr),
+      gpt_(backend_, gpt_config(spec_.model), config::model_dtype(spec_.precision),
+           options_.grads_fp32 ? DType::kF32 : config::model_dtype(spec_.precision),
+           world_size(options_.comm)),
       data_(load_train_val(spec_.data, spec_.model.vocab, spec_.model.seq_len, options_.data_root)),
       sampler_(data_.train, sampler_config(spec_, options_.comm)),
       lr_schedule_(lr_config(spec_.train)),
@@ -84,6 +95,11 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
   for (const ParameterInfo& info : layout.parameters()) parameter_names_.push_back(info.name);
 
   backend_.allow_tf32(spec_.precision.tf32);
+  if (fp8_linear_) {
+    if (const std::optional<std::string> reason = backend_.fp8_unsupported_reason())
+      throw EngineError(ErrorCode::kInvalidArgument, "precision.compute fp8: " + *reason);
+    gpt_.set_fp8(fp8_linear_.get(), !config::effective_fp8(spec_.precision).skip_first_last);
+  }
   const DType compute = spec_.precision.compute;
   const Shape batch{spec_.train.micro_batch, spec_.model.seq_len};
   tokens_ = backend_.empty(batch, DType::kI32, MemoryCategory::kActivations,
@@ -147,7 +163,7 @@ TrainSummary Trainer::summary(const std::string& status) const {
   out.skipped_steps = scaler_.overflow_steps();
   out.world_size = zero_.world_size();
   out.zero_stage = spec_.zero.stage;
-  out.compute_dtype = dtype_name(spec_.precision.compute);
+  out.compute_dtype = config::compute_dtype_name(spec_.precision.compute);
   out.param_count = gpt_.layout().param_count();
   out.tokens_per_second = train_seconds_ > 0.0 ? train_tokens_ / train_seconds_ : 0.0;
   out.final_train_loss = state_.last_train_loss;

@@ -8,7 +8,8 @@
 // One step is forward -> backward (per micro-batch; the engine reduces
 // gradients as backward releases each unit) -> overflow check (agreed by
 // every rank) -> clip (global norm) -> optimizer (this rank's partition,
-// then the working weights gathered).
+// then the working weights gathered). With compute fp8 the step's amaxes
+// are reduced over the ranks (max) and the recipe updated after backward.
 //
 // Checkpoints (checkpoint store, into checkpoint_dir()) are sharded: every
 // rank that owns optimizer state (stage 0: rank 0 alone) writes its fp32
@@ -16,9 +17,10 @@
 // order (our layout: linear weights are (out, in)), as one shard file of
 // the checkpoint rank 0 builds and commits (trainer_checkpoint_files.h has
 // the layout); the working copy is re-derived from master. The state JSON
-// is trainer_state.h's. A checkpoint written by N ranks at any stage
-// resumes at any world size and stage: each rank copies its own segments
-// out of whichever shards hold them.
+// is trainer_state.h's; compute fp8 adds the recipe's state (the same on
+// every rank) as rank 0's file "fp8_recipe.safetensors". A checkpoint written by N ranks at any
+// stage resumes at any world size and stage: each rank copies its own segments out of whichever
+// shards hold them.
 #pragma once
 
 #include <array>
@@ -30,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/amp/fp8_recipe.h"
 #include "engine/amp/loss_scaler.h"
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
@@ -151,6 +154,10 @@ class Trainer {
   config::JobSpec spec_;
   TrainerOptions options_;
   std::filesystem::path checkpoint_dir_;
+  // Compute fp8: the scaling state and the GEMMs that use it (before gpt_,
+  // which runs its linear layers through fp8_linear_); null otherwise.
+  std::unique_ptr<Fp8Recipe> fp8_recipe_;
+  std::unique_ptr<Fp8Linear> fp8_linear_;
   Gpt gpt_;
   TrainValTokens data_;
   BatchSampler sampler_;

@@ -129,6 +129,13 @@ void Trainer::write_checkpoint() {
       std::vector<ManifestFile> files;
       for (int r = 0; r < shards; ++r)
         files.push_back(file_from_words(shard_file_name(r, shards), written[r]));
+      if (fp8_recipe_) {
+        const std::vector<float> recipe = fp8_recipe_->state();
+        const HostTensor tensor{
+            {kFp8RecipeTensorName, DType::kF32, {static_cast<int64_t>(recipe.size())}},
+            recipe.data()};
+        files.push_back(write_checkpoint_file(temporary, kFp8RecipeFileName, {&tensor, 1}));
+      }
       check_checkpoint_epoch(checkpoint_dir_, options_.checkpoint_epoch, "commit a checkpoint");
       commit_checkpoint(temporary, state_.step, files, trainer_state_to_json(state_));
       check_checkpoint_epoch(checkpoint_dir_, options_.checkpoint_epoch, "prune checkpoints");
@@ -162,6 +169,12 @@ void Trainer::restore_checkpoint(const std::filesystem::path& resume_dir) {
   for (const StateTensor& tensor : kStateTensors)
     zero_.load_owned(tensor.which, checkpoint.shards.read(tensor.name, runs));
   zero_.refresh_weights();
+  if (fp8_recipe_) {
+    MIXTRAIN_CHECK_ARG(checkpoint.fp8_recipe.has_value(),
+                       source + ": cannot resume: the checkpoint has no " + kFp8RecipeFileName +
+                           " for this compute fp8 job");
+    fp8_recipe_->restore(*checkpoint.fp8_recipe);
+  }
   scaler_.restore(restored.scaler);
   sampler_.restore(restored.sampler);
   state_ = restored;

@@ -1,6 +1,7 @@
 // Why: reading the trainer's checkpoint layout (see trainer_checkpoint_files.h).
 #include "engine/train/trainer_checkpoint_files.h"
 
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -28,8 +29,20 @@ TrainerCheckpoint open_checkpoint_directory(const std::filesystem::path& checkpo
   LoadedCheckpoint loaded = load_checkpoint(checkpoint);
   TrainerState state = trainer_state_from_json(loaded.state, checkpoint.string());
   const int64_t total = ParameterLayout(state.model).param_count();
+  std::optional<std::vector<float>> fp8_recipe;
+  if (loaded.files.contains(kFp8RecipeFileName)) {
+    const SafetensorsFile& file = loaded.file(kFp8RecipeFileName);
+    const SafetensorsEntry* entry = file.find(kFp8RecipeTensorName);
+    MIXTRAIN_CHECK_ARG(
+        entry != nullptr && entry->layout.dtype == DType::kF32 && entry->layout.shape.size() == 1,
+        file.path().string() + ": expected the fp32 vector \"" + kFp8RecipeTensorName + "\"");
+    const std::span<const std::byte> bytes = file.bytes(*entry);
+    fp8_recipe.emplace(bytes.size() / sizeof(float));
+    std::memcpy(fp8_recipe->data(), bytes.data(), bytes.size());
+  }
   return TrainerCheckpoint{checkpoint, std::move(state),
-                           ShardedVector(checkpoint, std::move(loaded.files), total)};
+                           ShardedVector(checkpoint, std::move(loaded.files), total),
+                           std::move(fp8_recipe)};
 }
 
 }  // namespace

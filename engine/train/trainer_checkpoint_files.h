@@ -8,10 +8,13 @@
 // rank that owns state (stage 0: rank 0 alone, as shard 0 of 1), each with
 // the tensors "master", "adam_m" and "adam_v" holding that rank's segments
 // and the metadata "segments" and "mixtrain_config" (as in HF exports).
+// A compute fp8 run adds "fp8_recipe.safetensors" with the fp32 tensor
+// "fp8_recipe" (Fp8Recipe::state(), the same on every rank).
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,8 @@ namespace mixtrain {
 inline constexpr const char* kMasterTensorName = "master";
 inline constexpr const char* kAdamMTensorName = "adam_m";
 inline constexpr const char* kAdamVTensorName = "adam_v";
+inline constexpr const char* kFp8RecipeFileName = "fp8_recipe.safetensors";
+inline constexpr const char* kFp8RecipeTensorName = "fp8_recipe";
 
 // The checkpoint directory `path` names: itself when it holds a manifest,
 // else the newest complete checkpoint inside it (a run's checkpoint
@@ -42,6 +47,7 @@ struct TrainerCheckpoint {
   std::filesystem::path path;  // the resolved checkpoint directory
   TrainerState state;
   ShardedVector shards;  // of ParameterLayout(state.model).param_count() values
+  std::optional<std::vector<float>> fp8_recipe;  // when the checkpoint has one
 };
 
 // Resolves `path` (see resolve_checkpoint), loads the checkpoint with every

@@ -24,6 +24,7 @@ StepProgress Trainer::train_step() {
       scale / static_cast<float>(batches.size()) / static_cast<float>(zero_.world_size());
 
   zero_.begin_step();
+  if (fp8_recipe_) fp8_recipe_->begin_step();
   double loss_sum = 0.0;
   for (size_t i = 0; i < batches.size(); ++i) {
     GptWeights& weights = zero_.train_weights(/*reduce=*/i + 1 == batches.size());
@@ -31,6 +32,10 @@ StepProgress Trainer::train_step() {
     gpt_.backward(weights, dloss);
   }
   zero_.finish_gradients();
+  if (fp8_recipe_) {
+    zero_.all_reduce_values(fp8_recipe_->step_amaxes(), ReduceOp::kMax);
+    fp8_recipe_->end_step();
+  }
   const NonFiniteCheck check = zero_.check_gradients();
   const std::string_view bad_tensor =
       check.found ? nonfinite_tensor_name(parameter_names_, check) : std::string_view();

@@ -13,8 +13,9 @@ RankModelStates rank_model_states(const config::JobSpec& spec) {
   out.parameters = static_cast<double>(ParameterLayout(gpt_config(model)).param_count());
   const double psi = out.parameters;
   const double ranks = static_cast<double>(spec.resources.workers);
-  const double p = spec.precision.compute == DType::kF32 ? 4 : 2;
-  const ZeroPlacement placement = zero_placement(zero_settings(spec.zero), spec.precision.compute);
+  const DType weights = config::model_dtype(spec.precision);
+  const double p = weights == DType::kF32 ? 4 : 2;
+  const ZeroPlacement placement = zero_placement(zero_settings(spec.zero), weights);
   // Bytes of `state` with `bytes_per_parameter`, added to its pool.
   const auto place = [&](StatePlacement state, double bytes_per_parameter) {
     const double bytes =

@@ -200,13 +200,17 @@ std::vector<Tensor> ZeroEngine::owned_gradient_views() const {
 }
 
 float ZeroEngine::all_reduce_scalar(float value, ReduceOp op) {
-  if (comm_ == nullptr) return value;
-  const Tensor scalar = context_.allocate(1, DType::kF32, MemoryCategory::kCommBuffers);
-  backend_.copy_from_host(scalar, &value);  // synchronous: no inputs_ready() needed
-  comm_->all_reduce(scalar, op);
-  float reduced = 0.0f;
-  backend_.copy_to_host(&reduced, scalar);
-  return reduced;
+  all_reduce_values({&value, 1}, op);
+  return value;
+}
+
+void ZeroEngine::all_reduce_values(std::span<float> values, ReduceOp op) {
+  if (comm_ == nullptr || values.empty()) return;
+  const Tensor buffer = context_.allocate(static_cast<int64_t>(values.size()), DType::kF32,
+                                          MemoryCategory::kCommBuffers);
+  backend_.copy_from_host(buffer, values.data());  // synchronous: no inputs_ready() needed
+  comm_->all_reduce(buffer, op);
+  backend_.copy_to_host(values.data(), buffer);
 }
 
 NonFiniteCheck ZeroEngine::check_gradients() {

@@ -95,6 +95,9 @@ class ZeroEngine {
   double gradient_norm(float loss_scale);
   // `value` reduced over the ranks (fp32; one rank: itself).
   float all_reduce_scalar(float value, ReduceOp op);
+  // Every element of `values` reduced over the ranks in place (one
+  // collective; one rank: unchanged).
+  void all_reduce_values(std::span<float> values, ReduceOp op);
   // AdamW (adamw_step) on this rank's partition, then the updated working
   // weights on every rank.
   void optimizer_step(const AdamWConfig& config);

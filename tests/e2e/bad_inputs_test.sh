@@ -148,10 +148,10 @@ reject min_lr_above_lr "min_lr_above_lr.yaml:17: train.lr: must be a finite numb
   "$(variant min_lr_above_lr 's/min_lr: 1.0e-4/min_lr: 1.0e-2/')"
 reject zero_steps "zero_steps.yaml:15: train.steps: must be at least 1, got 0" \
   "$(variant zero_steps 's/steps: 2/steps: 0/')"
-reject bad_compute "bad_compute.yaml:23: precision.compute: expected one of fp32, fp16, bf16, got 'fp64'" \
+reject bad_compute "bad_compute.yaml:23: precision.compute: expected one of fp32, fp16, bf16, fp8, got 'fp64'" \
   "$(variant bad_compute 's/compute: bf16/compute: fp64/')"
-reject fp8_compute "fp8_compute.yaml:23: precision.compute: fp8 compute is not supported yet" \
-  "$(variant fp8_compute 's/compute: bf16/compute: fp8/')"
+reject fp8_without_fp8_compute "fp8_without_fp8_compute.yaml:25: precision.fp8: sets how fp8 compute scales; it needs precision.compute: fp8, got bf16" \
+  "$(variant fp8_without_fp8_compute 's/loss_scale: none/loss_scale: none\n  fp8: {scaling: current}/')"
 reject bad_loss_scale "bad_loss_scale.yaml:24: precision.loss_scale: expected one of dynamic, static, none, got 'always'" \
   "$(variant bad_loss_scale 's/loss_scale: none/loss_scale: always/')"
 reject yaml_syntax "yaml_syntax.yaml:7: YAML syntax error: illegal map value" \

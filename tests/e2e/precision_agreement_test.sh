@@ -4,7 +4,9 @@
 # reaches the loss fp32 reaches. This trains the same character-level GPT
 # on Tiny Shakespeare with the same seed and steps in fp32, bf16 and fp16
 # (dynamic loss scaling) with the real `mixtrain train`, and checks that
-# each 16-bit final validation loss is within 2% of fp32's.
+# each 16-bit final validation loss is within 2% of fp32's; then compute
+# fp8 with each scaling recipe (delayed, current, mxfp8), each within 2% of
+# bf16's.
 #   precision_agreement_test.sh MIXTRAIN_BINARY SOURCE_DIR
 # Exit 77 (skipped) when ../shared/data/tinyshakespeare.txt is absent.
 set -euo pipefail
@@ -22,22 +24,36 @@ model=(--set model.layers=4 --set model.heads=4 --set model.dim=128 --set model.
 
 val_loss() { sed -n 's/.*"final_val_loss": \([0-9.eE+-]*\).*/\1/p' "$1"; }
 
+# run NAME --set ...: one training run, its summary in $work/NAME.json.
+run() {
+  local name=$1
+  shift
+  "$mixtrain" train "$source_dir/examples/shakespeare-char.yaml" "${model[@]}" "$@" \
+    --set "checkpoint.dir=$work/ckpt-$name" --summary-json "$work/$name.json" \
+    >"$work/$name.txt" 2>&1 || { cat "$work/$name.txt"; echo "FAIL: $name run"; exit 1; }
+}
+
 for precision in fp32 bf16 fp16; do
   scaling=none
   [ "$precision" = fp16 ] && scaling=dynamic
-  "$mixtrain" train "$source_dir/examples/shakespeare-char.yaml" "${model[@]}" \
-    --set precision.compute=$precision --set precision.loss_scale=$scaling \
-    --set "checkpoint.dir=$work/ckpt-$precision" --summary-json "$work/$precision.json" \
-    >"$work/$precision.txt" 2>&1 || { cat "$work/$precision.txt"; echo "FAIL: $precision run"; exit 1; }
+  run $precision --set precision.compute=$precision --set precision.loss_scale=$scaling
+done
+for recipe in delayed current mxfp8; do
+  run fp8-$recipe --set precision.compute=fp8 --set "precision.fp8={scaling: $recipe}"
 done
 
-fp32=$(val_loss "$work/fp32.json")
 status=0
-for precision in bf16 fp16; do
-  loss=$(val_loss "$work/$precision.json")
-  verdict=$(awk -v a="$loss" -v b="$fp32" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d;
+# compare REFERENCE NAME: NAME's final val loss within 2% of REFERENCE's.
+compare() {
+  local want loss verdict
+  want=$(val_loss "$work/$1.json")
+  loss=$(val_loss "$work/$2.json")
+  verdict=$(awk -v a="$loss" -v b="$want" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d;
     printf "%s %.2f%%", (d <= 0.02 ? "ok" : "FAIL"), 100 * d }')
-  echo "final val loss: fp32 $fp32, $precision $loss (difference ${verdict#* }) ${verdict%% *}"
+  echo "final val loss: $1 $want, $2 $loss (difference ${verdict#* }) ${verdict%% *}"
   [ "${verdict%% *}" = ok ] || status=1
-done
+}
+compare fp32 bf16
+compare fp32 fp16
+for recipe in delayed current mxfp8; do compare bf16 fp8-$recipe; done
 exit $status

@@ -41,6 +41,12 @@ class CpuBackend final : public Backend {
               const MatmulOptions& options) override;
   void bias_backward(const Tensor& dbias, const Tensor& dout) override;
 
+  float amax(const Tensor& src) override;
+  Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale) override;
+  int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
+                      MxAxis axis) override;
+  void dequantize_fp8(const Tensor& dst, const Fp8Operand& src) override;
+
   void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
                          bool accumulate) override;
   void embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) override;
@@ -63,6 +69,7 @@ class CpuBackend final : public Backend {
                     const AdamWConfig& config, const Tensor* param_out) override;
   double sum_squares(std::span<const Tensor> tensors) override;
   NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors, float inv_scale) override;
+  MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors) override;
 
  private:
   std::unique_ptr<CpuGemm> gemm_;

@@ -1,7 +1,8 @@
-// Why: the two whole-model passes of a mixed-precision step: the squared
-// gradient norm for clipping (sum_squares) and the loss-scaler's unscale
-// with inf/NaN detection (unscale_and_check). Both walk a list of tensors
-// cut into fixed chunks; chunk boundaries depend only on the tensors, and
+// Why: the whole-model passes of a mixed-precision step: the squared
+// gradient norm for clipping (sum_squares), the loss-scaler's unscale
+// with inf/NaN detection (unscale_and_check), and the gradient-range
+// histogram of the telemetry (magnitude_histogram). The first two walk a
+// list of tensors cut into fixed chunks; chunk boundaries depend only on the tensors, and
 // per-chunk results are combined in list and chunk order, so the norm has
 // the same bits for any thread count and the reported tensor is the first
 // in list order. unscale_and_check reads and writes each tensor once.
@@ -165,6 +166,18 @@ NonFiniteCheck CpuBackend::unscale_and_check(std::span<const Tensor> tensors, fl
     }
   }
   return result;
+}
+
+MagnitudeHistogram CpuBackend::magnitude_histogram(std::span<const Tensor> tensors) {
+  MagnitudeHistogram histogram;
+  for (const Tensor& t : tensors) {
+    check_float("magnitude_histogram", "tensor", t);
+    dispatch_float(t.dtype(), "magnitude_histogram", [&](auto tag) {
+      using T = decltype(tag);
+      add_to_histogram(t.data_as<T>(), static_cast<size_t>(t.numel()), histogram);
+    });
+  }
+  return histogram;
 }
 
 }  // namespace mixtrain

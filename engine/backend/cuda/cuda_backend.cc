@@ -247,6 +247,14 @@ CudaDeviceInfo cuda_device_info(int device) {
   return out;
 }
 
+std::optional<std::string> CudaBackend::fp8_unsupported_reason() const {
+  const CudaDeviceInfo info = cuda_device_info(device_);
+  const int capability = info.compute_capability_major * 10 + info.compute_capability_minor;
+  if (capability >= 89) return std::nullopt;
+  return name() + " (" + info.name + ", sm_" + std::to_string(capability) +
+         ") has no fp8 tensor cores; compute fp8 needs sm_89 or newer (Ada, Hopper, Blackwell)";
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   const int count = cuda_device_count();
   if (device < 0 || device >= count) {

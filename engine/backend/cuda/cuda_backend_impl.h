@@ -43,6 +43,7 @@ class CudaBackend final : public Backend {
   DeviceType device_type() const override { return DeviceType::kCuda; }
   int device_index() const override { return device_; }
   void allow_tf32(bool allowed) override { tf32_ = allowed; }
+  std::optional<std::string> fp8_unsupported_reason() const override;
 
   void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
   void copy_from_host(const Tensor& dst, const void* src) override;
@@ -60,6 +61,12 @@ class CudaBackend final : public Backend {
   void matmul(const Tensor& c, const Tensor& a, const Tensor& b,
               const MatmulOptions& options) override;
   void bias_backward(const Tensor& dbias, const Tensor& dout) override;
+
+  float amax(const Tensor& src) override;
+  Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale) override;
+  int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
+                      MxAxis axis) override;
+  void dequantize_fp8(const Tensor& dst, const Fp8Operand& src) override;
 
   void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
                          bool accumulate) override;
@@ -83,6 +90,7 @@ class CudaBackend final : public Backend {
                     const AdamWConfig& config, const Tensor* param_out) override;
   double sum_squares(std::span<const Tensor> tensors) override;
   NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors, float inv_scale) override;
+  MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors) override;
 
   // ---- for the op files -------------------------------------------------
   // Makes this backend's device current on the calling thread and returns

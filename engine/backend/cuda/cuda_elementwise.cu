@@ -55,9 +55,9 @@ template <int W, class Ref> __global__ void add_kernel(Ref out, Ref a, Ref b, in
 void CudaBackend::cast(const Tensor& dst, const Tensor& src) {
   const cudaStream_t stream = begin_op();
   for (const Tensor* t : {&dst, &src}) {
-    MIXTRAIN_CHECK_ARG(t->dtype() != DType::kI32,
-              "cast: " + t->describe() +
-                  " is not a float format (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2)");
+    MIXTRAIN_CHECK_ARG(
+        is_float_compute(t->dtype()) || is_fp8(t->dtype()),
+        "cast: " + t->describe() + " is not a float format (fp32, fp16, bf16, fp8_e4m3, fp8_e5m2)");
   }
   op_checks::check_numel("cast", "dst", dst, src.numel());
   op_checks::check_same_or_disjoint("cast", "dst", dst, "src", src);

@@ -1,12 +1,14 @@
-// Why: the two gradient checks of a mixed-precision step that return a
-// value to the host: the squared norm for gradient clipping (fp64
-// accumulation, deterministic: per-block partial sums reduced in a fixed
-// order), and the unscale-and-check of dynamic loss scaling, which must
-// name the first tensor (list order) holding an inf or NaN and whether its
-// first non-finite element is a NaN.
+// Why: the gradient passes of a mixed-precision step that return values to
+// the host: the squared norm for gradient clipping (fp64 accumulation,
+// deterministic: per-block partial sums reduced in a fixed order), the
+// unscale-and-check of dynamic loss scaling, which must name the first
+// tensor (list order) holding an inf or NaN and whether its first
+// non-finite element is a NaN, and the magnitude histogram of the
+// telemetry (integer counts, so atomics keep it deterministic).
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -63,6 +65,54 @@ __global__ void unscale_and_check_kernel(Ref x, float inv_scale, int64_t n,
       atomicMin(first_bad,
                 static_cast<unsigned long long>(2 * i + (isnan(stored) ? 1 : 0)));
     }
+  }
+}
+
+// The magnitude histogram's counters on the device: the buckets, then
+// zeros, subnormals and non-finite, and amax as |x| bits.
+// (unsigned long long: the type CUDA's 64-bit atomicAdd takes.)
+using Counter = unsigned long long;
+struct DeviceHistogram {
+  static constexpr int kSlots = MagnitudeHistogram::kBuckets + 3;
+  Counter counts[kSlots];
+  unsigned int amax_bits;
+};
+
+// magnitude_bucket() of numerics/magnitude_histogram.cc for |x| bits of a
+// nonzero finite value.
+__device__ inline int histogram_bucket(unsigned int magnitude) {
+  const int field = static_cast<int>(magnitude >> 23);
+  if (field == 0) return 0;
+  const int ceiling = field - 127 + ((magnitude & 0x7fffffu) != 0 ? 1 : 0);
+  return min(max(ceiling, MagnitudeHistogram::kMinLog2), MagnitudeHistogram::kMaxLog2) -
+         MagnitudeHistogram::kMinLog2;
+}
+
+// Counts x into the block's shared counters, then adds them to *out.
+template <class Ref>
+__global__ void magnitude_histogram_kernel(Ref x, int64_t n, unsigned int smallest_normal_bits,
+                                           DeviceHistogram* out) {
+  __shared__ Counter counts[DeviceHistogram::kSlots];
+  for (int i = threadIdx.x; i < DeviceHistogram::kSlots; i += blockDim.x) counts[i] = 0;
+  __syncthreads();
+  unsigned int amax_bits = 0;
+  constexpr int kZeros = MagnitudeHistogram::kBuckets;
+  for (int64_t i = gpu::thread_index(); i < n; i += gpu::grid_size()) {
+    const unsigned int magnitude = __float_as_uint(x.load(i)) & 0x7fffffffu;
+    if (magnitude == 0) {
+      atomicAdd(&counts[kZeros], 1ull);
+    } else if (magnitude >= 0x7f800000u) {
+      atomicAdd(&counts[kZeros + 2], 1ull);
+    } else {
+      atomicAdd(&counts[histogram_bucket(magnitude)], 1ull);
+      if (magnitude < smallest_normal_bits) atomicAdd(&counts[kZeros + 1], 1ull);
+      amax_bits = max(amax_bits, magnitude);
+    }
+  }
+  atomicMax(&out->amax_bits, amax_bits);
+  __syncthreads();
+  for (int i = threadIdx.x; i < DeviceHistogram::kSlots; i += blockDim.x) {
+    if (counts[i] != 0) atomicAdd(&out->counts[i], counts[i]);
   }
 }
 
@@ -154,6 +204,39 @@ NonFiniteCheck CudaBackend::unscale_and_check(std::span<const Tensor> tensors, f
     break;
   }
   return check;
+}
+
+MagnitudeHistogram CudaBackend::magnitude_histogram(std::span<const Tensor> tensors) {
+  const cudaStream_t stream = begin_op();
+  MagnitudeHistogram histogram;
+  if (tensors.empty()) return histogram;
+  const Tensor buffer = scratch({ScratchRequest::raw_bytes(sizeof(DeviceHistogram))})[0];
+  auto* device = static_cast<DeviceHistogram*>(buffer.data());
+  MIXTRAIN_CUDA_CHECK(cudaMemsetAsync(device, 0, sizeof(DeviceHistogram), stream));
+  for (const Tensor& t : tensors) {
+    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
+                       "magnitude_histogram: " + t.describe() + " is not fp32, fp16 or bf16");
+    if (t.numel() == 0) continue;
+    // fp32 bits of the tensor's smallest normal: 2^-14 for fp16, else 2^-126.
+    const unsigned int smallest_normal = t.dtype() == DType::kF16 ? 0x38800000u : 0x00800000u;
+    gpu::dispatch_compute({&t}, "magnitude_histogram", [&](auto policy) {
+      using P = decltype(policy);
+      magnitude_histogram_kernel<<<gpu::grid_blocks(t.numel()), gpu::kBlockThreads, 0, stream>>>(
+          P::ref(t), t.numel(), smallest_normal, device);
+      MIXTRAIN_CUDA_CHECK_LAUNCH("magnitude_histogram_kernel");
+    });
+  }
+  DeviceHistogram host{};
+  MIXTRAIN_CUDA_CHECK(
+      cudaMemcpyAsync(&host, device, sizeof(DeviceHistogram), cudaMemcpyDeviceToHost, stream));
+  MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (int i = 0; i < MagnitudeHistogram::kBuckets; ++i)
+    histogram.buckets[static_cast<size_t>(i)] = static_cast<int64_t>(host.counts[i]);
+  histogram.zeros = static_cast<int64_t>(host.counts[MagnitudeHistogram::kBuckets]);
+  histogram.subnormals = static_cast<int64_t>(host.counts[MagnitudeHistogram::kBuckets + 1]);
+  histogram.nonfinite = static_cast<int64_t>(host.counts[MagnitudeHistogram::kBuckets + 2]);
+  std::memcpy(&histogram.amax, &host.amax_bits, sizeof histogram.amax);
+  return histogram;
 }
 
 }  // namespace mixtrain

@@ -58,6 +58,24 @@ inline unsigned long long atomicMin(unsigned long long* address, unsigned long l
   return old;
 }
 
+inline unsigned int atomicMax(unsigned int* address, unsigned int value) {
+  std::atomic_ref<unsigned int> target(*address);
+  unsigned int old = target.load();
+  while (value > old && !target.compare_exchange_weak(old, value)) {
+  }
+  return old;
+}
+
+inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
+  return std::atomic_ref<unsigned long long>(*address).fetch_add(value);
+}
+
+inline unsigned int __float_as_uint(float f) {
+  unsigned int bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
 inline float __uint_as_float(unsigned int bits) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
@@ -66,3 +84,7 @@ inline float __uint_as_float(unsigned int bits) {
 
 // CUDA's integer min (a device overload of the global name).
 template <class T> T min(T a, T b) { return b < a ? b : a; }
+template <class T>
+T max(T a, T b) {
+  return a < b ? b : a;
+}

@@ -27,8 +27,10 @@
 //   fp16  | 2^-9    | 2^-10   | the same for an 11-bit significand
 //
 // Exact comparisons: cast (both sides claim CUDA's conversions bit for bit;
-// any two NaNs match), fill, set_zero, copies, and unscale_and_check (one
-// multiply and one rounding). sum_squares accumulates in fp64: 1e-12.
+// any two NaNs match), fill, set_zero, copies, unscale_and_check (one
+// multiply and one rounding), and the fp8 quantizers with their amax and
+// counts (one multiply, one conversion). sum_squares accumulates in fp64:
+// 1e-12. matmul_fp8 is a bf16 GEMM on exact values: the bf16 tolerance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +90,8 @@ bool is_nan_at(const std::vector<uint8_t>& bytes, size_t at, DType dtype) {
   switch (dtype) {
     case DType::kFP8E4M3: return (bytes[at] & 0x7fu) == 0x7fu;
     case DType::kFP8E5M2: return (bytes[at] & 0x7fu) > 0x7cu;
+    case DType::kE8M0:
+      return bytes[at] == 0xffu;
     case DType::kF16:
     case DType::kBF16: {
       uint16_t bits;
@@ -788,6 +792,157 @@ TEST_P(BackendParityTest, UnscaleAndCheckFindsTheFirstNonFiniteTensor) {
   EXPECT_TRUE(got.found);
   EXPECT_EQ(got.tensor_index, 0);
   EXPECT_FALSE(got.is_nan);
+}
+
+// ---- fp8 ----------------------------------------------------------------------
+
+// Values over many binades, with outliers past E4M3's range at the scale
+// used, a NaN and an infinity: what the quantizers must count and skip.
+std::vector<double> fp8_source(size_t n, uint32_t seed) {
+  std::vector<double> values = random_values(n, seed, -1.0f, 1.0f);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> exponent(-30, 6);
+  for (size_t i = 0; i < n; ++i) values[i] = std::ldexp(values[i], exponent(rng));
+  values[3] = 200.0;
+  values[n / 2] = -75.0;
+  return values;
+}
+
+TEST_P(BackendParityTest, QuantizeFp8IsBitExactWithAmaxAndSaturations) {
+  for (DType src_dtype : kFloatTypes) {
+    std::vector<double> values = fp8_source(70001, 101);
+    values[17] = std::numeric_limits<double>::quiet_NaN();
+    values[18] = -std::numeric_limits<double>::infinity();
+    const Twin src = make({70001}, src_dtype, values);
+    for (DType fp8 : {DType::kFP8E4M3, DType::kFP8E5M2}) {
+      const std::string what =
+          std::string("quantize_fp8 ") + dtype_name(src_dtype) + " -> " + dtype_name(fp8);
+      SCOPED_TRACE(what);
+      const Twin codes{backend_->empty({70001}, fp8, MemoryCategory::kWorkspace),
+                       reference_->empty({70001}, fp8, MemoryCategory::kWorkspace)};
+      const Fp8QuantizeStats got = backend_->quantize_fp8(codes.test, src.test, 3.0f);
+      const Fp8QuantizeStats want = reference_->quantize_fp8(codes.ref, src.ref, 3.0f);
+      expect_bit_equal(codes, what);
+      EXPECT_EQ(got.amax, want.amax);
+      EXPECT_EQ(got.saturated, want.saturated);
+      EXPECT_EQ(want.amax, std::numeric_limits<float>::infinity());
+      EXPECT_EQ(want.saturated, fp8 == DType::kFP8E4M3 ? 2 : 1);  // 600 and -inf; -inf
+    }
+    values[18] = 0.0;
+    const Twin finite = make({70001}, src_dtype, values);
+    EXPECT_EQ(backend_->amax(finite.test), reference_->amax(finite.ref));
+    EXPECT_EQ(reference_->amax(finite.ref), 200.0f);
+  }
+}
+
+TEST_P(BackendParityTest, MxQuantizeAndDequantizeAreBitExactAlongBothAxes) {
+  // 70 x 45: both axes end in a short block.
+  std::vector<double> values = fp8_source(70 * 45, 102);
+  values[100] = std::numeric_limits<double>::quiet_NaN();
+  for (DType src_dtype : {DType::kF32, DType::kBF16}) {
+    const Twin src = make({70, 45}, src_dtype, values);
+    for (DType fp8 : {DType::kFP8E4M3, DType::kFP8E5M2}) {
+      for (MxAxis axis : {MxAxis::kAlongRows, MxAxis::kAlongColumns}) {
+        const std::string what = std::string("mx_quantize ") + dtype_name(src_dtype) + " -> " +
+                                 dtype_name(fp8) +
+                                 (axis == MxAxis::kAlongRows ? " along rows" : " along columns");
+        SCOPED_TRACE(what);
+        const int64_t blocks = mx_scale_count(70, 45, axis);
+        const Twin codes{backend_->empty({70, 45}, fp8, MemoryCategory::kWorkspace),
+                         reference_->empty({70, 45}, fp8, MemoryCategory::kWorkspace)};
+        const Twin scales{backend_->empty({blocks}, DType::kE8M0, MemoryCategory::kWorkspace),
+                          reference_->empty({blocks}, DType::kE8M0, MemoryCategory::kWorkspace)};
+        int64_t got = 0, want = 0;
+        run_both([&](Backend& b, Side s) {
+          (s == &Twin::test ? got : want) = b.mx_quantize(codes.*s, scales.*s, src.*s, axis);
+        });
+        expect_bit_equal(codes, what + " codes");
+        expect_bit_equal(scales, what + " scales");
+        EXPECT_EQ(got, want);
+        for (DType out : kFloatTypes) {
+          const Twin back{backend_->empty({70, 45}, out, MemoryCategory::kWorkspace),
+                          reference_->empty({70, 45}, out, MemoryCategory::kWorkspace)};
+          run_both([&](Backend& b, Side s) {
+            b.dequantize_fp8(back.*s, {codes.*s, 1.0f, scales.*s, axis});
+          });
+          expect_bit_equal(back, what + " dequantized");
+          run_both([&](Backend& b, Side s) { b.dequantize_fp8(back.*s, {codes.*s, 6.5f}); });
+          expect_bit_equal(back, what + " dequantized per tensor");
+        }
+      }
+    }
+  }
+}
+
+TEST_P(BackendParityTest, MatmulFp8PerTensorAndMxEveryLayout) {
+  const int64_t m = 48, k = 96, n = 40;
+  for (bool mx : {false, true}) {
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        const std::string what = std::string(mx ? "mx" : "per tensor") + (trans_a ? " A^T" : " A") +
+                                 (trans_b ? " B^T" : " B");
+        SCOPED_TRACE(what);
+        const Shape a_shape = trans_a ? Shape{k, m} : Shape{m, k};
+        const Shape b_shape = trans_b ? Shape{n, k} : Shape{k, n};
+        const Twin a_src = make_random(a_shape, DType::kBF16, 103, -4.0f, 4.0f);
+        const Twin b_src = make_random(b_shape, DType::kBF16, 104, -0.5f, 0.5f);
+        const MxAxis a_axis = trans_a ? MxAxis::kAlongColumns : MxAxis::kAlongRows;
+        const MxAxis b_axis = trans_b ? MxAxis::kAlongRows : MxAxis::kAlongColumns;
+        const Twin bias = make_random({n}, DType::kBF16, 105);
+        const Twin c = make_random({m, n}, DType::kBF16, 106);
+        run_both([&](Backend& be, Side s) {
+          auto operand = [&](const Tensor& src, DType fp8, MxAxis axis, float scale) {
+            Fp8Operand op{be.empty(src.shape(), fp8, MemoryCategory::kWorkspace), scale};
+            if (mx) {
+              op.block_scales = be.empty({mx_scale_count(src.dim(0), src.dim(1), axis)},
+                                         DType::kE8M0, MemoryCategory::kWorkspace);
+              op.block_axis = axis;
+              be.mx_quantize(op.codes, op.block_scales, src, axis);
+            } else {
+              be.quantize_fp8(op.codes, src, scale);
+            }
+            return op;
+          };
+          const Fp8Operand a = operand(a_src.*s, DType::kFP8E4M3, a_axis, 100.0f);
+          const Fp8Operand b = operand(b_src.*s, DType::kFP8E5M2, b_axis, 1000.0f);
+          MatmulOptions options;
+          options.trans_a = trans_a;
+          options.trans_b = trans_b;
+          options.bias = &(bias.*s);
+          options.beta = 0.5f;
+          be.matmul_fp8(c.*s, a, b, options);
+        });
+        expect_close(c, parity_tolerance(DType::kBF16), what);
+      }
+    }
+  }
+}
+
+TEST_P(BackendParityTest, MagnitudeHistogramCountsExactly) {
+  std::vector<Twin> twins;
+  for (DType dtype : kFloatTypes) {
+    std::vector<double> values = fp8_source(50000, 110);
+    for (size_t i = 0; i < values.size(); i += 97) values[i] *= 1e-9;  // fp16 subnormals
+    values[10] = 0.0;
+    values[11] = std::numeric_limits<double>::infinity();
+    values[12] = std::numeric_limits<double>::quiet_NaN();
+    twins.push_back(make({50000}, dtype, values));
+  }
+  std::vector<Tensor> test, ref;
+  for (const Twin& t : twins) {
+    test.push_back(t.test);
+    ref.push_back(t.ref);
+  }
+  const MagnitudeHistogram got = backend_->magnitude_histogram(test);
+  const MagnitudeHistogram want = reference_->magnitude_histogram(ref);
+  EXPECT_EQ(got.buckets, want.buckets);
+  EXPECT_EQ(got.zeros, want.zeros);
+  EXPECT_EQ(got.subnormals, want.subnormals);
+  EXPECT_EQ(got.nonfinite, want.nonfinite);
+  EXPECT_EQ(got.amax, want.amax);
+  EXPECT_EQ(want.total(), 150000);
+  EXPECT_GT(want.subnormals, 0);
+  EXPECT_EQ(backend_->magnitude_histogram({}).total(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendParityTest, ::testing::ValuesIn(parity_backends()),

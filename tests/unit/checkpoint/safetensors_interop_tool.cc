@@ -49,6 +49,9 @@ std::vector<std::byte> encode(const Reference& ref) {
       case DType::kFP8E4M3: *out = std::byte{float_to_fp8(x, Fp8Format::kE4M3)}; break;
       case DType::kFP8E5M2: *out = std::byte{float_to_fp8(x, Fp8Format::kE5M2)}; break;
       case DType::kI32: { const int32_t v = static_cast<int32_t>(ref.values[i]); std::memcpy(out, &v, 4); break; }
+      case DType::kE8M0:
+        *out = std::byte{static_cast<uint8_t>(ref.values[i])};
+        break;
     }
   }
   return bytes;

@@ -22,8 +22,20 @@ JobSpec unusual_spec() {
   spec.model = {ModelArch::kGpt, 3, 4, 64, 32, 300, "init.safetensors"};
   spec.data = {"train.bin", "val.bin", 0.25, DataFormat::kTokens};
   spec.train = {7, 3, 5, 1.5e-3, 1e-5, 9, 0.01, {0.8, 0.99}, 0.5, 4242, 11, 6};
-  spec.precision = {DType::kF16, LossScaleMode::kStatic, 1024.0, 3.0, 0.25, 77, 2, 0.125,
-                    131072.0,    OnMinScale::kContinue,  true};
+  spec.precision = {
+      DType::kF16,
+      LossScaleMode::kStatic,
+      1024.0,
+      3.0,
+      0.25,
+      77,
+      2,
+      0.125,
+      131072.0,
+      OnMinScale::kContinue,
+      true,
+      25,
+      Fp8Spec{Fp8FormatChoice::kE4M3, Fp8Scaling::kMxfp8, 16, AmaxCompute::kMostRecent, 3, false}};
   spec.zero = {3, OffloadTarget::kCpu, OffloadTarget::kCpu, 8, ReduceDtype::kFp32};
   spec.resources = {4, BackendChoice::kCuda};
   spec.checkpoint = {13, 2, "/ckpt"};
@@ -44,6 +56,8 @@ TEST(JobSpecJson, SpellsKeysAndValuesAsTheYamlDoes) {
   EXPECT_EQ(json["zero"]["offload_params"], "cpu");
   EXPECT_EQ(json["train"]["betas"], Json::array({0.8, 0.99}));
   EXPECT_TRUE(job_spec_to_json(JobSpec{})["data"]["val"].is_null());
+  EXPECT_EQ(json["precision"]["fp8"]["scaling"], "mxfp8");
+  EXPECT_EQ(json["precision"]["fp8"]["amax_compute"], "most_recent");
   for_each_section_field([&](std::string_view section, std::string_view key, auto, auto) {
     EXPECT_TRUE(json[std::string(section)].contains(std::string(key))) << section << "." << key;
   });
@@ -71,6 +85,13 @@ TEST(JobSpecJson, RefusesMissingUnknownAndMistypedKeysNamingThem) {
   json = good;
   json["precison"] = Json::object();
   EXPECT_NE(refusal(json).find("unknown key \"precison\""), std::string::npos);
+  json = good;
+  json["precision"]["fp8"]["histroy"] = 4;
+  EXPECT_NE(refusal(json).find("unknown key \"precision.fp8.histroy\""), std::string::npos)
+      << refusal(json);
+  json = good;
+  json["precision"]["fp8"].erase("margin");
+  EXPECT_NE(refusal(json).find("\"precision.fp8.margin\""), std::string::npos) << refusal(json);
   json = good;
   json["train"]["steps"] = 2.5;
   EXPECT_NE(refusal(json).find("\"train.steps\" must be an integer"), std::string::npos);

@@ -58,6 +58,13 @@ TEST_P(ValidateImpossible, IsRejectedWithKeyAndReason) {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
+// Compute fp8 with precision.fp8 written, for the cases of its keys.
+config::Fp8Spec& with_fp8(JobSpec& s) {
+  s.precision.compute = DType::kFP8E4M3;
+  s.precision.fp8 = config::Fp8Spec{};
+  return *s.precision.fp8;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     ImpossibleValues, ValidateImpossible,
     testing::Values(
@@ -116,10 +123,20 @@ INSTANTIATE_TEST_SUITE_P(
                        "train.grad_clip", "finite"},
         ImpossibleCase{"eval_every_zero", [](JobSpec& s) { s.train.eval_every = 0; },
                        "train.eval_every", "when train.eval_batches is above 0"},
-        ImpossibleCase{"fp8", [](JobSpec& s) { s.precision.compute = DType::kFP8E4M3; },
-                       "precision.compute", "fp8 compute is not supported yet"},
+        ImpossibleCase{"fp8_e5m2", [](JobSpec& s) { s.precision.compute = DType::kFP8E5M2; },
+                       "precision.compute", "write compute: fp8 and choose the formats"},
         ImpossibleCase{"int32_compute", [](JobSpec& s) { s.precision.compute = DType::kI32; },
-                       "precision.compute", "must be fp32, fp16 or bf16"},
+                       "precision.compute", "must be fp32, fp16, bf16 or fp8"},
+        ImpossibleCase{"fp8_keys_without_fp8",
+                       [](JobSpec& s) { s.precision.fp8 = config::Fp8Spec{}; }, "precision.fp8",
+                       "needs precision.compute: fp8, got bf16"},
+        ImpossibleCase{"amax_history_zero", [](JobSpec& s) { with_fp8(s).amax_history = 0; },
+                       "precision.fp8.amax_history", "at least 1"},
+        ImpossibleCase{"margin_huge", [](JobSpec& s) { with_fp8(s).margin = 1000; },
+                       "precision.fp8.margin", "at most 64"},
+        ImpossibleCase{"stats_every_huge",
+                       [](JobSpec& s) { s.precision.stats_every = int64_t{1} << 40; },
+                       "precision.stats_every", "at most"},
         ImpossibleCase{"growth_one", [](JobSpec& s) { s.precision.growth_factor = 1.0; },
                        "precision.growth_factor", "greater than 1"},
         ImpossibleCase{"backoff_one", [](JobSpec& s) { s.precision.backoff_factor = 1.0; },

@@ -64,8 +64,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "t.yaml:4: train.lr: expected a number, got a map"},
         MalformedCase{"list_for_string", "name: [a, b]\ndata: {train: builtin:demo}\n",
                       "t.yaml:1: name: expected a string, got a list"},
-        MalformedCase{"unknown_dtype", HEAD "precision: {compute: fp64}\n",
-                      "t.yaml:3: precision.compute: expected one of fp32, fp16, bf16, got 'fp64'"},
+        MalformedCase{
+            "unknown_dtype", HEAD "precision: {compute: fp64}\n",
+            "t.yaml:3: precision.compute: expected one of fp32, fp16, bf16, fp8, got 'fp64'"},
         MalformedCase{"unknown_loss_scale", HEAD "precision:\n  loss_scale: auto\n",
                       "t.yaml:4: precision.loss_scale: expected one of dynamic, static, none, "
                       "got 'auto'"},
@@ -87,8 +88,18 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"defaulted_key_points_at_section", HEAD "train:\n  steps: 50\n",
                       "t.yaml:3: train.warmup_steps: must be at least 0 and less than "
                       "train.steps (50), got 100"},
-        MalformedCase{"fp8_compute", HEAD "precision:\n  compute: fp8\n",
-                      "t.yaml:4: precision.compute: fp8 compute is not supported yet"},
+        MalformedCase{"fp8_keys_without_fp8_compute",
+                      HEAD "precision:\n  fp8: {scaling: current}\n",
+                      "t.yaml:4: precision.fp8: sets how fp8 compute scales; it needs "
+                      "precision.compute: fp8, got bf16"},
+        MalformedCase{"fp8_unknown_key",
+                      HEAD "precision:\n  compute: fp8\n  fp8: {scaling: delayed, histroy: 4}\n",
+                      "t.yaml:5: precision.fp8: unknown key \"histroy\" (expected format, "
+                      "scaling, amax_history, amax_compute, margin, skip_first_last)"},
+        MalformedCase{"fp8_bad_scaling",
+                      HEAD "precision:\n  compute: fp8\n  fp8: {scaling: blockwise}\n",
+                      "t.yaml:5: precision.fp8: scaling: expected one of delayed, current, "
+                      "mxfp8, got 'blockwise'"},
         MalformedCase{"duplicate_section", HEAD "data: {train: x}\n",
                       "t.yaml:3: data: duplicate key (first given at t.yaml:2)"},
         MalformedCase{"val_fraction_too_big", "name: t\ndata: {train: x, val_fraction: 1.5}\n",

@@ -82,6 +82,30 @@ retries: {max_restarts: 0}
   EXPECT_EQ(*result.spec, expected);
 }
 
+TEST(ParseJobSpec, Fp8ComputeAndItsSettings) {
+  const JobSpecResult result = parse_job_spec(
+      "name: n\ndata: {train: builtin:demo}\n"
+      "precision:\n  compute: fp8\n  stats_every: 10\n"
+      "  fp8: {format: e4m3, scaling: mxfp8, amax_history: 16, amax_compute: most_recent,\n"
+      "        margin: 1, skip_first_last: false}\n",
+      "t");
+  ASSERT_TRUE(result.ok()) << describe(result);
+  const config::PrecisionSpec& precision = result.spec->precision;
+  EXPECT_TRUE(config::is_fp8_compute(precision));
+  EXPECT_EQ(config::compute_dtype_name(precision.compute), "fp8");
+  EXPECT_EQ(config::model_dtype(precision), DType::kBF16);
+  EXPECT_EQ(precision.stats_every, 10);
+  ASSERT_TRUE(precision.fp8.has_value());
+  EXPECT_EQ(*precision.fp8,
+            (config::Fp8Spec{config::Fp8FormatChoice::kE4M3, config::Fp8Scaling::kMxfp8, 16,
+                             config::AmaxCompute::kMostRecent, 1, false}));
+  // Without an fp8 section, the defaults: hybrid, delayed, 1024, max, 0, true.
+  const JobSpecResult defaults =
+      parse_job_spec("name: n\ndata: {train: builtin:demo}\nprecision: {compute: fp8}\n", "t");
+  ASSERT_TRUE(defaults.ok()) << describe(defaults);
+  EXPECT_EQ(config::effective_fp8(defaults.spec->precision), config::Fp8Spec{});
+}
+
 TEST(ParseJobSpec, EmptyOptionalValueLeavesKeyUnset) {
   const JobSpecResult result =
       parse_job_spec("name: n\nmodel: {init_from: }\ndata: {train: builtin:demo, val: ~}\n", "t");

@@ -5,11 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "engine/checkpoint/checkpoint_store.h"
+#include "engine/train/trainer_checkpoint_files.h"
 #include "test_support/engine_error.h"
 #include "test_support/file_damage.h"
 #include "train_test_util.h"
@@ -66,6 +68,56 @@ TEST_P(TrainerResumeTest, ResumedRunIsBitIdenticalToStraightRun) {
 INSTANTIATE_TEST_SUITE_P(ComputeDtypes, TrainerResumeTest,
                          ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Compute fp8 for each recipe: the delayed recipe's scales and amax
+// histories (short, so they roll past the checkpoint) must come back too.
+class TrainerFp8ResumeTest : public ::testing::TestWithParam<config::Fp8Scaling> {};
+
+TEST_P(TrainerFp8ResumeTest, ResumedRunIsBitIdenticalToStraightRun) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  auto spec_for = [](const std::filesystem::path& dir) {
+    config::JobSpec spec = resume_spec(DType::kFP8E4M3, dir);
+    spec.precision.fp8 = config::Fp8Spec{};
+    spec.precision.fp8->scaling = GetParam();
+    spec.precision.fp8->amax_history = 3;
+    return spec;
+  };
+  const std::filesystem::path straight_dir = fresh_dir("straight");
+  Trainer straight(*backend, spec_for(straight_dir));
+  const TrainSummary straight_summary = straight.run();
+  EXPECT_EQ(straight_summary.compute_dtype, "fp8");
+
+  TrainerOptions options;
+  options.resume_dir = straight_dir / checkpoint_dir_name(kHalf);
+  options.checkpoint_dir = fresh_dir("resumed");
+  Trainer resumed(*backend, spec_for(straight_dir), options);
+  const TrainSummary resumed_summary = resumed.run();
+  EXPECT_TRUE(same_bits(master_of(straight), master_of(resumed)));
+  EXPECT_EQ(resumed_summary.final_train_loss, straight_summary.final_train_loss);
+  EXPECT_EQ(resumed_summary.final_val_loss, straight_summary.final_val_loss);
+
+  // The checkpoint carries the recipe: for delayed, scales that moved off
+  // 1 and 3 steps of history for each of 3 tensors of 4 GEMMs per block.
+  const TrainerCheckpoint saved =
+      open_trainer_checkpoint(straight_dir / checkpoint_dir_name(kHalf));
+  ASSERT_TRUE(saved.fp8_recipe.has_value());
+  const size_t slots = 3 * 4 * 2;  // tiny_spec has 2 layers; the head stays bf16
+  if (GetParam() == config::Fp8Scaling::kDelayed) {
+    ASSERT_EQ(saved.fp8_recipe->size(), slots * (1 + 3));
+    EXPECT_TRUE(std::any_of(saved.fp8_recipe->begin(), saved.fp8_recipe->begin() + slots,
+                            [](float scale) { return scale != 1.0f; }));
+  } else {
+    EXPECT_EQ(saved.fp8_recipe->size(), slots);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, TrainerFp8ResumeTest,
+                         ::testing::Values(config::Fp8Scaling::kDelayed,
+                                           config::Fp8Scaling::kCurrent,
+                                           config::Fp8Scaling::kMxfp8),
+                         [](const auto& info) {
+                           return std::string(config::enum_name(info.param));
+                         });
 
 TEST(TrainerResumeDirTest, RunDirectoryResumesFromItsNewestCheckpoint) {
   std::unique_ptr<Backend> backend = make_backend("cpu");

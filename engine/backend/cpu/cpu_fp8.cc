@@ -1,0 +1,73 @@
+// Why: the CPU backend's fp8 quantization ops, thin over the exact
+// conversions of numerics/ (fp8_scaling.h per tensor, mx_scaling.h per
+// block), so every other backend is compared against the definitions.
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/op_checks.h"
+
+namespace mixtrain {
+
+using op_checks::check_block_scales;
+using op_checks::check_float;
+using op_checks::check_fp8;
+using op_checks::check_fp8_operand;
+using op_checks::check_numel;
+
+float CpuBackend::amax(const Tensor& src) {
+  check_float("amax", "src", src);
+  return dispatch_float(src.dtype(), "amax", [&](auto tag) {
+    using T = decltype(tag);
+    return mixtrain::amax(src.data_as<T>(), static_cast<size_t>(src.numel()));
+  });
+}
+
+Fp8QuantizeStats CpuBackend::quantize_fp8(const Tensor& codes, const Tensor& src, float scale) {
+  constexpr const char* kOp = "quantize_fp8";
+  check_fp8(kOp, "codes", codes);
+  check_float(kOp, "src", src);
+  check_numel(kOp, "src", src, codes.numel());
+  return dispatch_float(src.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    return mixtrain::quantize_fp8(src.data_as<T>(), static_cast<size_t>(src.numel()), scale,
+                                  fp8_format(codes.dtype()), static_cast<uint8_t*>(codes.data()));
+  });
+}
+
+int64_t CpuBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
+                                MxAxis axis) {
+  constexpr const char* kOp = "mx_quantize";
+  check_fp8(kOp, "codes", codes);
+  check_float(kOp, "src", src);
+  check_block_scales(kOp, codes, block_scales, axis);
+  op_checks::check_shape(kOp, "src", src, codes.shape());
+  return dispatch_float(src.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    return mixtrain::mx_quantize(src.data_as<T>(), codes.dim(0), codes.dim(1), axis,
+                                 fp8_format(codes.dtype()), static_cast<uint8_t*>(codes.data()),
+                                 static_cast<uint8_t*>(block_scales.data()));
+  });
+}
+
+void CpuBackend::dequantize_fp8(const Tensor& dst, const Fp8Operand& src) {
+  constexpr const char* kOp = "dequantize_fp8";
+  check_fp8_operand(kOp, "src", src);
+  check_float(kOp, "dst", dst);
+  check_numel(kOp, "dst", dst, src.codes.numel());
+  const Fp8Format format = fp8_format(src.codes.dtype());
+  const uint8_t* codes = static_cast<const uint8_t*>(src.codes.data());
+  dispatch_float(dst.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = dst.data_as<T>();
+    if (src.block_scales.defined()) {
+      mixtrain::mx_dequantize(codes, static_cast<const uint8_t*>(src.block_scales.data()),
+                              src.codes.dim(0), src.codes.dim(1), src.block_axis, format, out);
+      return;
+    }
+    const float inverse = 1.0f / src.scale;
+    const int64_t n = dst.numel();
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = from_float<T>(fp8_to_float(codes[i], format) * inverse);
+  });
+}
+
+}  // namespace mixtrain
