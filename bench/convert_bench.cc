@@ -2,7 +2,10 @@
 // gradients back), so their speed is worth watching. Reports GB/s (bytes
 // read + written, 10^9) per conversion at 16M elements, for convert() (the
 // dispatched, multi-threaded path), each vector ISA's loops on one thread,
-// and a plain loop over the scalar function, also on one thread.
+// and a plain loop over the scalar function, also on one thread; and the
+// fp8 quantizers of compute fp8 (bf16 in: the scaled cast with its amax
+// and saturation count, MXFP8 blocks along either axis of a 4096 x 4096
+// matrix) next to the bf16 -> fp32 and fp32 -> E4M3 conversions.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -14,6 +17,8 @@
 #include "engine/numerics/convert_kernels.h"
 #include "engine/numerics/float16.h"
 #include "engine/numerics/fp8.h"
+#include "engine/numerics/fp8_scaling.h"
+#include "engine/numerics/mx_scaling.h"
 
 namespace mixtrain {
 namespace {
@@ -102,6 +107,33 @@ void BM_Convert(benchmark::State& state, DType src_type, DType dst_type, Path pa
                                               benchmark::Counter::kIs1000);
 }
 
+// How compute fp8 quantizes a bf16 operand.
+enum class Quantizer { kPerTensor, kMxAlongRows, kMxAlongColumns };
+
+void BM_Quantize(benchmark::State& state, Quantizer quantizer) {
+  const std::vector<uint8_t> src = make_source(DType::kBF16);
+  const auto* values = reinterpret_cast<const BFloat16*>(src.data());
+  std::vector<uint8_t> codes(kElements, 1);
+  constexpr int64_t kSide = 4096;  // kElements = kSide^2
+  const MxAxis axis =
+      quantizer == Quantizer::kMxAlongColumns ? MxAxis::kAlongColumns : MxAxis::kAlongRows;
+  std::vector<uint8_t> scales(static_cast<size_t>(mx_scale_count(kSide, kSide, axis)), 1);
+  for (auto _ : state) {
+    if (quantizer == Quantizer::kPerTensor) {
+      benchmark::DoNotOptimize(
+          quantize_fp8(values, kElements, 20.0f, Fp8Format::kE4M3, codes.data()));
+    } else {
+      benchmark::DoNotOptimize(
+          mx_quantize(values, kSide, kSide, axis, Fp8Format::kE4M3, codes.data(), scales.data()));
+    }
+    benchmark::ClobberMemory();
+  }
+  const double scale_bytes = quantizer == Quantizer::kPerTensor ? 0.0 : scales.size();
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(kElements) * 3 + scale_bytes,
+                                              benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+
 void register_all() {
   const struct {
     DType src, dst;
@@ -115,6 +147,14 @@ void register_all() {
                {Path::kAvx512OneThread, "avx512_1thread"},
                {Path::kAvx2OneThread, "avx2_1thread"},
                {Path::kScalarLoop, "scalar_loop_1thread"}};
+  for (const auto& [quantizer, name] :
+       {std::pair{Quantizer::kPerTensor, "quantize/bf16_to_fp8_e4m3/per_tensor"},
+        {Quantizer::kMxAlongRows, "quantize/bf16_to_fp8_e4m3/mx_along_rows"},
+        {Quantizer::kMxAlongColumns, "quantize/bf16_to_fp8_e4m3/mx_along_columns"}}) {
+    benchmark::RegisterBenchmark(name, BM_Quantize, quantizer)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
   for (const auto& pair : pairs) {
     for (const auto& path : paths) {
       std::string name = std::string("convert/") + dtype_name(pair.src) + "_to_" +

@@ -18,6 +18,9 @@ if [ -x "$build/bench/convert_bench" ]; then
   echo "== bulk conversion throughput (bytes read + written per second)"
   "$build/bench/convert_bench" --benchmark_min_time=0.3
 fi
+echo
+echo "== compute fp8 vs bf16 on the CPU backend (tokens/s of mixtrain train)"
+/usr/bin/python3 bench/fp8_step_bench.py "$build"
 if [ -x "$build/bench/comm_bench" ]; then
   echo
   echo "== Gloo collectives over loopback, N local ranks (nccl-tests algbw/busbw)"

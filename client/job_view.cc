@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "client/gradient_range_chart.h"
+
 namespace mixtrain::cli {
 namespace {
 
@@ -122,6 +124,7 @@ void print_summary_table(const nlohmann::ordered_json& summary, std::ostream& ou
     out << "  rank " << rank.value("rank", 0) << " peak memory  device " << peak("device")
         << ", host " << peak("host") << "\n";
   }
+  print_gradient_range_chart(summary, out);
 }
 
 }  // namespace mixtrain::cli

@@ -32,7 +32,8 @@ nlohmann::ordered_json parse_summary(const std::string& summary_json);
 std::string format_age(int64_t unix_ms);
 
 // A finished job's §5 summary as "key  value" lines (steps, losses, loss
-// scale, throughput, memory peaks per rank). Prints nothing for null.
+// scale, throughput, memory peaks per rank), then the gradient-range chart
+// when the run measured one. Prints nothing for null.
 void print_summary_table(const nlohmann::ordered_json& summary, std::ostream& out);
 
 }  // namespace mixtrain::cli

@@ -47,6 +47,43 @@ bool comm_from_proto(const task::StepReport& in, CommStats& out) {
   return true;
 }
 
+void gradient_range_to_proto(const GradientRange& range, task::StepReport& out) {
+  task::GradientRangeReport& report = *out.mutable_gradient_range();
+  report.set_step(range.step);
+  report.set_dtype(dtype_name(range.dtype));
+  for (const MagnitudeHistogram& group : range.groups) {
+    task::MagnitudeCounts& counts = *report.add_groups();
+    for (int64_t count : group.buckets) counts.add_buckets(count);
+    counts.set_zeros(group.zeros);
+    counts.set_subnormals(group.subnormals);
+    counts.set_nonfinite(group.nonfinite);
+    counts.set_amax(group.amax);
+  }
+}
+
+// False when `in` does not hold every group and bucket or names no dtype.
+bool gradient_range_from_proto(const task::GradientRangeReport& in, GradientRange& out) {
+  if (in.groups_size() != kGradientGroups) return false;
+  try {
+    out.dtype = parse_dtype(in.dtype());
+  } catch (const EngineError&) {
+    return false;
+  }
+  out.step = in.step();
+  for (int g = 0; g < kGradientGroups; ++g) {
+    const task::MagnitudeCounts& counts = in.groups(g);
+    if (counts.buckets_size() != MagnitudeHistogram::kBuckets) return false;
+    MagnitudeHistogram& group = out.groups[static_cast<size_t>(g)];
+    for (int b = 0; b < MagnitudeHistogram::kBuckets; ++b)
+      group.buckets[static_cast<size_t>(b)] = counts.buckets(b);
+    group.zeros = counts.zeros();
+    group.subnormals = counts.subnormals();
+    group.nonfinite = counts.nonfinite();
+    group.amax = counts.amax();
+  }
+  return true;
+}
+
 std::optional<StepReport> step_from_proto(const task::StepReport& in) {
   StepReport out;
   StepProgress& p = out.progress;
@@ -65,6 +102,17 @@ std::optional<StepReport> step_from_proto(const task::StepReport& in) {
   out.rank_tokens = in.rank_tokens();
   out.model_flops = in.model_flops();
   if (!memory_from_proto(in, out.memory) || !comm_from_proto(in, out.comm)) return std::nullopt;
+  if (in.has_gradient_range()) {
+    p.gradient_range.emplace();
+    if (!gradient_range_from_proto(in.gradient_range(), *p.gradient_range)) return std::nullopt;
+  }
+  if (in.fp8_size() > 0) {
+    if (in.fp8_size() != kFp8TensorKinds) return std::nullopt;
+    p.fp8.emplace();
+    for (int k = 0; k < kFp8TensorKinds; ++k)
+      (*p.fp8)[static_cast<size_t>(k)] = {in.fp8(k).amax(), in.fp8(k).min_scale(),
+                                          in.fp8(k).saturated()};
+  }
   return out;
 }
 
@@ -90,6 +138,15 @@ std::string encode_step(const StepReport& step) {
   out.set_model_flops(step.model_flops);
   memory_to_proto(step.memory, out);
   comm_to_proto(step.comm, out);
+  if (p.gradient_range) gradient_range_to_proto(*p.gradient_range, out);
+  if (p.fp8) {
+    for (const Fp8KindStats& kind : *p.fp8) {
+      task::Fp8KindReport& report = *out.add_fp8();
+      report.set_amax(kind.amax);
+      report.set_min_scale(kind.min_scale);
+      report.set_saturated(kind.saturated);
+    }
+  }
   return encode_frame(report);
 }
 

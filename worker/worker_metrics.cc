@@ -29,6 +29,15 @@ std::vector<double> collective_buckets() {
   return {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60};
 }
 
+// The gradient range's buckets as the histogram's upper bounds: log2 of
+// the magnitude, one per power of two (MagnitudeHistogram's buckets).
+std::vector<double> log2_buckets() {
+  std::vector<double> bounds;
+  for (int b = MagnitudeHistogram::kMinLog2; b <= MagnitudeHistogram::kMaxLog2; ++b)
+    bounds.push_back(b);
+  return bounds;
+}
+
 // The outcome of a task that a new one ended before it reported its own.
 constexpr char kReplaced[] = "replaced";
 
@@ -119,6 +128,36 @@ WorkerMetrics::WorkerMetrics()
                .Name("mixtrain_model_flops_utilization_ratio")
                .Help("Model FLOPs of the last step per second over the device's peak")
                .Register(*registry_)),
+      gradient_log2_(BuildHistogram()
+                         .Name("mixtrain_gradient_log2_magnitude")
+                         .Help("log2 |g| of this rank's stored gradients (loss scale included), "
+                               "every precision.stats_every steps, by layer group; zeros apart")
+                         .Register(*registry_)),
+      gradient_zero_ratio_(BuildGauge()
+                               .Name("mixtrain_gradient_zero_ratio")
+                               .Help("Fraction of the stored gradient elements that are zero")
+                               .Register(*registry_)),
+      gradient_subnormal_ratio_(
+          BuildGauge()
+              .Name("mixtrain_gradient_subnormal_ratio")
+              .Help("Fraction of the stored gradient elements subnormal in their dtype")
+              .Register(*registry_)),
+      gradient_headroom_(BuildGauge()
+                             .Name("mixtrain_gradient_headroom_log2")
+                             .Help("log2(max finite of the gradient dtype / gradient amax)")
+                             .Register(*registry_)),
+      fp8_amax_(BuildGauge()
+                    .Name("mixtrain_fp8_amax")
+                    .Help("Largest |x| of the fp8-quantized tensors of a kind in the last step")
+                    .Register(*registry_)),
+      fp8_scale_log2_(BuildGauge()
+                          .Name("mixtrain_fp8_scale_log2")
+                          .Help("log2 of the smallest per-tensor fp8 scale of a kind")
+                          .Register(*registry_)),
+      fp8_saturated_(BuildCounter()
+                         .Name("mixtrain_fp8_saturated_total")
+                         .Help("Elements that fp8 quantization clamped to the format's max")
+                         .Register(*registry_)),
       up_(BuildGauge()
               .Name("mixtrain_worker_up")
               .Help("1 while the worker agent runs")
@@ -256,6 +295,51 @@ void WorkerMetrics::on_step(const StepReport& step) {
     if (now.calls > reported.calls)
       task.collective_seconds[op]->Observe(std::max(0.0, now.seconds - reported.seconds));
     reported = now;
+  }
+  on_precision(task, p);
+}
+
+void WorkerMetrics::on_precision(TaskSeries& task, const StepProgress& progress) {
+  if (progress.gradient_range) {
+    const GradientRange& range = *progress.gradient_range;
+    for (int g = 0; g < kGradientGroups; ++g) {
+      const MagnitudeHistogram& counts = range.groups[static_cast<size_t>(g)];
+      prometheus::Histogram*& histogram = task.gradient_log2[static_cast<size_t>(g)];
+      if (histogram == nullptr) {
+        histogram =
+            &add(task, gradient_log2_,
+                 {{"group", gradient_group_name(static_cast<GradientGroup>(g))}}, log2_buckets());
+      }
+      std::vector<double> increments(MagnitudeHistogram::kBuckets + 1, 0.0);  // + the +Inf bucket
+      double sum = 0.0;
+      for (int b = 0; b < MagnitudeHistogram::kBuckets; ++b) {
+        const auto count = static_cast<double>(counts.buckets[static_cast<size_t>(b)]);
+        increments[static_cast<size_t>(b)] = count;
+        sum += count * (MagnitudeHistogram::kMinLog2 + b);
+      }
+      histogram->ObserveMultiple(increments, sum);
+    }
+    set_gauge(task, task.gradient_zero_ratio, gradient_zero_ratio_, range.zero_ratio());
+    set_gauge(task, task.gradient_subnormal_ratio, gradient_subnormal_ratio_,
+              range.subnormal_ratio());
+    set_gauge(task, task.gradient_headroom, gradient_headroom_, range.headroom_log2());
+  }
+  if (!progress.fp8) return;
+  for (int k = 0; k < kFp8TensorKinds; ++k) {
+    const auto index = static_cast<size_t>(k);
+    const Fp8KindStats& stats = (*progress.fp8)[index];
+    const std::map<std::string, std::string> tensor{
+        {"tensor", fp8_tensor_kind_name(static_cast<Fp8TensorKind>(k))}};
+    if (task.fp8_saturated[index] == nullptr) {
+      task.fp8_amax[index] = &add(task, fp8_amax_, tensor);
+      task.fp8_scale_log2[index] = &add(task, fp8_scale_log2_, tensor);
+      task.fp8_saturated[index] = &add(task, fp8_saturated_, tensor);
+    }
+    task.fp8_amax[index]->Set(stats.amax);
+    if (stats.min_scale > 0.0f) task.fp8_scale_log2[index]->Set(std::log2(stats.min_scale));
+    task.fp8_saturated[index]->Increment(static_cast<double>(
+        std::max<int64_t>(0, stats.saturated - task.fp8_saturated_reported[index])));
+    task.fp8_saturated_reported[index] = stats.saturated;
   }
 }
 

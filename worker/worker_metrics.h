@@ -1,6 +1,7 @@
 // Why: Prometheus scrapes each worker's /metrics (DESIGN.md §7) for the
 // training health of the task it runs (loss, loss scale, overflows,
-// NaN/Inf events, memory, collectives, MFU) and for the agent itself.
+// NaN/Inf events, memory, collectives, MFU, the gradient range and fp8
+// scaling) and for the agent itself.
 // The task's series carry job_id and rank labels and are removed when the
 // task ends, so a dashboard never shows a finished rank as still running.
 #pragma once
@@ -79,6 +80,15 @@ class WorkerMetrics {
     prometheus::Counter* tokens = nullptr;
     prometheus::Histogram* step_duration = nullptr;
     std::array<prometheus::Histogram*, kNumCommOps> collective_seconds{};
+    // Precision telemetry: created with the first report that has it.
+    std::array<prometheus::Histogram*, kGradientGroups> gradient_log2{};
+    prometheus::Gauge* gradient_zero_ratio = nullptr;
+    prometheus::Gauge* gradient_subnormal_ratio = nullptr;
+    prometheus::Gauge* gradient_headroom = nullptr;
+    std::array<prometheus::Gauge*, kFp8TensorKinds> fp8_amax{};
+    std::array<prometheus::Gauge*, kFp8TensorKinds> fp8_scale_log2{};
+    std::array<prometheus::Counter*, kFp8TensorKinds> fp8_saturated{};
+    std::array<int64_t, kFp8TensorKinds> fp8_saturated_reported{};
     CommStats comm_reported;                      // what the collective counters hold so far
     std::vector<std::function<void()>> removers;  // one per series
   };
@@ -97,6 +107,8 @@ class WorkerMetrics {
   static T& series(const TaskSeries& task, prometheus::Family<T>& family,
                    const std::map<std::string, std::string>& extra);
   void end_task_locked(const char* outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The gradient-range and fp8 series of one step's report.
+  void on_precision(TaskSeries& task, const StepProgress& progress);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& train_loss_;
@@ -115,6 +127,13 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Counter>& collective_bytes_;
   prometheus::Family<prometheus::Histogram>& collective_seconds_;
   prometheus::Family<prometheus::Gauge>& mfu_;
+  prometheus::Family<prometheus::Histogram>& gradient_log2_;
+  prometheus::Family<prometheus::Gauge>& gradient_zero_ratio_;
+  prometheus::Family<prometheus::Gauge>& gradient_subnormal_ratio_;
+  prometheus::Family<prometheus::Gauge>& gradient_headroom_;
+  prometheus::Family<prometheus::Gauge>& fp8_amax_;
+  prometheus::Family<prometheus::Gauge>& fp8_scale_log2_;
+  prometheus::Family<prometheus::Counter>& fp8_saturated_;
   prometheus::Gauge& up_;
   prometheus::Gauge& busy_;
   prometheus::Gauge& connected_;

@@ -41,7 +41,8 @@ Fp8Recipe::Fp8Recipe(Fp8RecipeSettings settings, int64_t gemms)
                           : 0),
       scales_(static_cast<size_t>(gemms * kFp8TensorKinds), 1.0f),
       histories_(scales_.size() * history_length_, 0.0f),
-      step_amax_(scales_.size(), 0.0f) {
+      step_amax_(scales_.size(), 0.0f),
+      used_scales_(scales_.size(), std::nanf("")) {
   MIXTRAIN_CHECK_ARG(gemms >= 0 && settings.amax_history >= 1,
                      "Fp8Recipe: needs gemms >= 0 and amax_history >= 1");
 }
@@ -61,8 +62,10 @@ void Fp8Recipe::begin_step() {
   recording_ = true;
 }
 
-void Fp8Recipe::record(int64_t gemm, Fp8TensorKind kind, const Fp8QuantizeStats& stats) {
+void Fp8Recipe::record(int64_t gemm, Fp8TensorKind kind, const Fp8QuantizeStats& stats,
+                       float scale) {
   if (!recording_) return;
+  used_scales_[slot(gemm, kind)] = scale;
   float& amax = step_amax_[slot(gemm, kind)];
   amax = std::max(amax, stats.amax);
   saturated_[static_cast<size_t>(kind)] += stats.saturated;
@@ -103,9 +106,10 @@ Fp8KindStats Fp8Recipe::stats(Fp8TensorKind kind) const {
   const auto k = static_cast<size_t>(kind);
   out.amax = last_amax_[k];
   out.saturated = saturated_[k];
-  if (gemms_ > 0) {
-    out.min_scale = FLT_MAX;
-    for (int64_t g = 0; g < gemms_; ++g) out.min_scale = std::min(out.min_scale, scale(g, kind));
+  out.min_scale = std::nanf("");
+  for (int64_t g = 0; g < gemms_; ++g) {
+    const float used = used_scales_[slot(g, kind)];
+    if (!std::isnan(used) && !(used >= out.min_scale)) out.min_scale = used;
   }
   return out;
 }

@@ -54,7 +54,9 @@ Fp8RecipeSettings fp8_recipe_settings(const config::Fp8Spec& spec);
 // One tensor kind's figures, over every GEMM.
 struct Fp8KindStats {
   float amax = 0.0f;       // the largest amax of the last finished step
-  float min_scale = 1.0f;  // the smallest per-tensor scale now in effect
+  // The smallest per-tensor scale the last recorded quantizations used
+  // (NaN when none was: mxfp8 scales blocks).
+  float min_scale = 0.0f;
   int64_t saturated = 0;   // saturated (or MX-clamped) elements, all steps
 };
 
@@ -74,8 +76,9 @@ class Fp8Recipe {
   void begin_step();
   bool recording() const { return recording_; }
   // Records one quantization of (gemm, kind): its amax (history[0] keeps
-  // the step's maximum) and its saturated count. Ignored outside a step.
-  void record(int64_t gemm, Fp8TensorKind kind, const Fp8QuantizeStats& stats);
+  // the step's maximum), its saturated count and the per-tensor scale it
+  // used (NaN for MX blocks). Ignored outside a step.
+  void record(int64_t gemm, Fp8TensorKind kind, const Fp8QuantizeStats& stats, float scale);
   // This step's amax of every (gemm, kind), gemm-major, for the ranks'
   // max all-reduce, which may write the reduced values back here.
   std::span<float> step_amaxes() { return step_amax_; }
@@ -101,6 +104,7 @@ class Fp8Recipe {
   std::vector<float> scales_;     // per slot
   std::vector<float> histories_;  // per slot, history_length_ each
   std::vector<float> step_amax_;  // per slot, this step
+  std::vector<float> used_scales_;  // per slot, the last recorded scale (NaN: none)
   std::array<float, kFp8TensorKinds> last_amax_{};
   std::array<int64_t, kFp8TensorKinds> saturated_{};
   bool recording_ = false;

@@ -1,6 +1,8 @@
 // Why: the quantized GEMMs of fp8_linear.h.
 #include "engine/model/fp8_linear.h"
 
+#include <cmath>
+
 #include "engine/backend/op_checks.h"
 
 namespace mixtrain {
@@ -26,7 +28,7 @@ Fp8Operand Fp8Linear::per_tensor(int64_t gemm, Fp8TensorKind kind, const Tensor&
   const DType dtype = recipe_.format(kind) == Fp8Format::kE4M3 ? DType::kFP8E4M3 : DType::kFP8E5M2;
   Fp8Operand operand{backend_.empty(src.shape(), dtype, MemoryCategory::kWorkspace), scale};
   const Fp8QuantizeStats stats = backend_.quantize_fp8(operand.codes, src, scale);
-  if (record) recipe_.record(gemm, kind, stats);
+  if (record) recipe_.record(gemm, kind, stats, scale);
   return operand;
 }
 
@@ -39,7 +41,7 @@ Fp8Operand Fp8Linear::blocked(int64_t gemm, Fp8TensorKind kind, const Tensor& sr
                                         DType::kE8M0, MemoryCategory::kWorkspace);
   const int64_t clamped = backend_.mx_quantize(operand.codes, operand.block_scales, src, axis);
   if (record && recipe_.recording()) {
-    recipe_.record(gemm, kind, Fp8QuantizeStats{backend_.amax(src), clamped});
+    recipe_.record(gemm, kind, Fp8QuantizeStats{backend_.amax(src), clamped}, std::nanf(""));
   }
   return operand;
 }

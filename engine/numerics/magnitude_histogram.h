@@ -33,6 +33,8 @@ struct MagnitudeHistogram {
   int64_t total() const;
   // Adds another histogram's counts (amax: the larger).
   void add(const MagnitudeHistogram& other);
+
+  bool operator==(const MagnitudeHistogram&) const = default;
 };
 
 // The bucket of a nonzero finite fp32 magnitude (see MagnitudeHistogram).

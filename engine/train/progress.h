@@ -4,9 +4,14 @@
 // callbacks, which any of them may leave empty.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "engine/amp/fp8_recipe.h"
+#include "engine/train/gradient_range.h"
 
 namespace mixtrain {
 
@@ -27,6 +32,10 @@ struct StepProgress {
   std::string nonfinite_where;
   double seconds = 0.0;  // wall time of this step
   double tokens = 0.0;   // training tokens of this step over all ranks
+  // Every precision.stats_every steps: this rank's gradient range.
+  std::optional<GradientRange> gradient_range;
+  // Compute fp8: the recipe's figures by tensor kind (Fp8TensorKind order).
+  std::optional<std::array<Fp8KindStats, kFp8TensorKinds>> fp8;
 };
 
 // One evaluation, after `step` steps.

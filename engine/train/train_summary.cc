@@ -91,6 +91,7 @@ Json TrainSummary::to_json() const {
     entry["memory_bytes"] = std::move(memory);
     entry["comm_elements_per_step"] = rank.comm_elements_per_step;
     entry["comm_bytes_per_step"] = rank.comm_bytes_per_step;
+    if (rank.gradient_range) entry["gradient_range"] = rank.gradient_range->to_json();
     rank_list.push_back(std::move(entry));
   }
   out["ranks"] = std::move(rank_list);
@@ -122,6 +123,8 @@ TrainSummary TrainSummary::from_json(const Json& json) {
     read_pool(memory.object("host"), MemoryPool::kHost, parsed.memory);
     parsed.comm_elements_per_step = rank.integer("comm_elements_per_step");
     parsed.comm_bytes_per_step = rank.integer("comm_bytes_per_step");
+    if (entry.contains("gradient_range"))
+      parsed.gradient_range = GradientRange::from_json(entry["gradient_range"]);
     out.ranks.push_back(parsed);
   }
   return out;

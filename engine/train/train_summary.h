@@ -11,6 +11,7 @@
 
 #include "engine/backend/memory_tracker.h"
 #include "engine/common/json.h"
+#include "engine/train/gradient_range.h"
 
 namespace mixtrain {
 
@@ -32,6 +33,9 @@ struct RankSummary {
   MemoryReport memory;
   int64_t comm_elements_per_step = 0;  // 0 for world size 1
   int64_t comm_bytes_per_step = 0;
+  // The last gradient-range measurement (precision.stats_every), when one
+  // was taken: the JSON key "gradient_range", absent otherwise.
+  std::optional<GradientRange> gradient_range;
 
   bool operator==(const RankSummary&) const = default;
 };
@@ -45,7 +49,7 @@ struct TrainSummary {
   int64_t skipped_steps = 0;
   int64_t world_size = 1;
   int64_t zero_stage = 0;
-  std::string compute_dtype;  // "fp32", "fp16", "bf16"
+  std::string compute_dtype;  // "fp32", "fp16", "bf16", "fp8"
   int64_t param_count = 0;
   double tokens_per_second = 0.0;          // training tokens / training wall time of this process
   std::optional<double> final_train_loss;  // unset when no step ran in any attempt

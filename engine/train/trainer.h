@@ -176,6 +176,7 @@ class Trainer {
   TrainerState state_;
   std::optional<int64_t> last_checkpoint_step_;
   std::optional<int64_t> last_eval_step_;
+  std::optional<GradientRange> last_gradient_range_;  // for the summary
   double train_tokens_ = 0.0;   // trained in this process
   double train_seconds_ = 0.0;  // wall time of those steps
   int64_t train_steps_ = 0;     // steps done in this process

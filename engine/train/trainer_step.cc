@@ -32,6 +32,16 @@ StepProgress Trainer::train_step() {
     gpt_.backward(weights, dloss);
   }
   zero_.finish_gradients();
+  std::optional<GradientRange> gradient_range;
+  const int64_t stats_every = spec_.precision.stats_every;
+  if (stats_every > 0 && step_number % stats_every == 0) {
+    std::vector<size_t> parameters;
+    for (const PartitionSegment& segment : zero_.optimizer_partition().segments())
+      parameters.push_back(segment.parameter);
+    gradient_range = measure_gradient_range(backend_, gpt_.layout(), zero_.owned_gradient_views(),
+                                            parameters, step_number);
+    last_gradient_range_ = gradient_range;
+  }
   if (fp8_recipe_) {
     zero_.all_reduce_values(fp8_recipe_->step_amaxes(), ReduceOp::kMax);
     fp8_recipe_->end_step();
@@ -48,6 +58,12 @@ StepProgress Trainer::train_step() {
   progress.loss_scale = decision.new_scale;
   progress.lr = lr_schedule_.lr_at(step_index);
   progress.skipped = decision.skip;
+  progress.gradient_range = std::move(gradient_range);
+  if (fp8_recipe_) {
+    progress.fp8.emplace();
+    for (int k = 0; k < kFp8TensorKinds; ++k)
+      (*progress.fp8)[static_cast<size_t>(k)] = fp8_recipe_->stats(static_cast<Fp8TensorKind>(k));
+  }
   if (decision.skip) {
     (check.is_nan ? state_.nan_events : state_.inf_events) += 1;
     progress.nonfinite_kind = check.is_nan ? "nan" : "inf";

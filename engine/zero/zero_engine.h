@@ -98,6 +98,9 @@ class ZeroEngine {
   // Every element of `values` reduced over the ranks in place (one
   // collective; one rank: unchanged).
   void all_reduce_values(std::span<float> values, ReduceOp op);
+  // The views of this rank's owned gradients, one per segment of
+  // optimizer_partition().segments(), in that order.
+  std::vector<Tensor> owned_gradient_views() const;
   // AdamW (adamw_step) on this rank's partition, then the updated working
   // weights on every rank.
   void optimizer_step(const AdamWConfig& config);
@@ -108,8 +111,6 @@ class ZeroEngine {
   const Tensor& state_tensor(State which) const;
   // Tensor of `extent`'s elements, placed as `placement`.
   Tensor allocate(StatePlacement placement, DType dtype, MemoryCategory category) const;
-  // The views of the owned gradients, one per owned parameter segment.
-  std::vector<Tensor> owned_gradient_views() const;
   // Gathers the owned chunks of the full working weights (stages 1, 2).
   void gather_weights();
 

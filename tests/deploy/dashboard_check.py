@@ -22,7 +22,9 @@ REQUIRED_PANELS = [
     "Loss", "Loss scale", "Overflow-skipped steps", "NaN/Inf events", "Gradient norm",
     "Learning rate", "Tokens/s", "Model FLOPs utilization", "Step time", "Collective bytes",
     "Collective bandwidth", "Memory by pool and kind", "Peak memory by pool", "Jobs by state",
-    "Workers by state", "Restarts",
+    "Workers by state", "Restarts", "Gradient range (log2 |g|)",
+    "Gradient log2 magnitude percentiles", "Zero and subnormal gradients",
+    "Gradient headroom (log2)", "FP8 amax", "FP8 scale (log2)", "FP8 saturations",
 ]
 # Families whose series carry job_id and rank (the rest are the
 # coordinator's or the agent's own).

@@ -1,7 +1,8 @@
 // Why: the deploy checks need the exact metric text the project serves,
 // without a cluster: this prints the worker's registry (a task of two ranks'
 // worth of series after one clean step, one overflow step and an
-// evaluation, so every family has samples) and then the coordinator's, in
+// evaluation, so every family has samples; the clean step carries the
+// gradient-range and fp8 telemetry) and then the coordinator's, in
 // the Prometheus text format, for `promtool check metrics` and for the
 // dashboard check's list of exported names.
 #include <iostream>
@@ -42,7 +43,15 @@ int main() {
   mixtrain::worker::WorkerMetrics worker;
   worker.set_connected(true);
   worker.begin_task({"job-1", 0, 1e12, 1.0});
-  worker.on_step(step(1, false));
+  mixtrain::worker::StepReport stats = step(1, false);
+  mixtrain::GradientRange& range = stats.progress.gradient_range.emplace();
+  range.dtype = mixtrain::DType::kF16;
+  range.groups[1].buckets[30] = 100;
+  range.groups[1].zeros = 5;
+  range.groups[1].amax = 1e-3f;
+  stats.progress.fp8.emplace();
+  (*stats.progress.fp8)[0] = {3.5f, 128.0f, 2};
+  worker.on_step(stats);
   worker.on_step(step(2, true));
   worker.on_eval({2, 2.4});
   std::cout << worker.render();

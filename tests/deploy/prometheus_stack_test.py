@@ -4,10 +4,12 @@ Prometheus collects. This starts Debian's Prometheus with the project's
 deploy/prometheus/prometheus.yml (only the coordinator's address changed to
 loopback) and runs `mixtrain local` on a 2-worker fp16 job whose initial
 loss scale (2^40) overflows fp16 at once and whose short growth interval
-keeps overflowing it, the way a real run hits inf gradients. Then, through
-Prometheus's HTTP API, it checks that both workers were found through
-/sd/workers, that the text every process served passes `promtool check
-metrics`, that every Grafana panel's query returns data for that job, that
+keeps overflowing it, the way a real run hits inf gradients, with the
+gradient-range telemetry every 25 steps; then a short 2-worker compute fp8
+job (delayed scaling). Then, through Prometheus's HTTP API, it checks that
+both workers were found through /sd/workers, that the text every process
+served passes `promtool check metrics`, that every Grafana panel's query
+returns data for its job (the FP8 row's for the fp8 job), that
 the loss-scale series shows the backoff, that the overflow and NaN/Inf
 counters moved as far as the job's summary says, and that the alert rules
 evaluate without error.
@@ -40,11 +42,24 @@ data: {{train: "builtin:demo", val_fraction: 0.1, format: text}}
 train: {{steps: 5000, micro_batch: 4, lr: 1.0e-3, min_lr: 1.0e-4, warmup_steps: 10,
         eval_every: 250, eval_batches: 2}}
 precision: {{compute: fp16, loss_scale: dynamic, init_scale: {INIT_SCALE:.0f}, growth_interval: 5,
-            min_scale: 1.0, on_min_scale: continue}}
+            min_scale: 1.0, on_min_scale: continue, stats_every: 25}}
 zero: {{stage: 2}}
 resources: {{workers: 2}}
 checkpoint: {{every: 100000}}
 retries: {{max_restarts: 0}}
+"""
+# The fp8 job: long enough for several scrapes of its FP8 series.
+FP8_SPEC = """version: 1
+name: fp8-drill
+model: {arch: gpt, layers: 2, heads: 2, dim: 64, seq_len: 32, vocab: 256}
+data: {train: "builtin:demo", val_fraction: 0.1, format: text}
+train: {steps: 1500, micro_batch: 4, lr: 1.0e-3, min_lr: 1.0e-4, warmup_steps: 10,
+        eval_every: 500, eval_batches: 2}
+precision: {compute: fp8, stats_every: 25, fp8: {scaling: delayed, amax_history: 16}}
+zero: {stage: 1}
+resources: {workers: 2}
+checkpoint: {every: 100000}
+retries: {max_restarts: 0}
 """
 # Grafana's interval variables for a 5 s scrape interval ($__rate_interval
 # is at least four scrape intervals).
@@ -142,6 +157,21 @@ def panel_queries(dashboard, job_id, window):
             yield panel["title"], target["legendFormat"], expr
 
 
+def run_local(bin_dir, work, http, name, spec):
+    """`mixtrain local` on 2 workers of `spec` (written to NAME.yaml, its
+    summary to NAME-summary.json); returns its start and end times."""
+    (work / f"{name}.yaml").write_text(spec)
+    start = time.time()
+    job = subprocess.run(
+        [str(bin_dir / "mixtrain"), "local", f"{name}.yaml", "--workers", "2", "--http",
+         f"127.0.0.1:{http}", "--summary-json", f"{name}-summary.json"],
+        cwd=work, capture_output=True, text=True, timeout=240)
+    end = time.time()
+    if job.returncode != 0:
+        fail(f"mixtrain local ({name}) exited {job.returncode}:\n{job.stdout}\n{job.stderr}")
+    return start, end
+
+
 def finite_values(series):
     return [float(v) for s in series for _, v in s["values"] if math.isfinite(float(v))]
 
@@ -170,21 +200,13 @@ def main():
         base = f"http://127.0.0.1:{web}"
         wait_until("Prometheus ready", lambda: get(f"{base}/-/ready"), 60)
 
-        (work / "job.yaml").write_text(SPEC)
         live = LiveChecks(http, base, promtool)
         live.start()
-        start = time.time()
-        job = subprocess.run(
-            [str(bin_dir / "mixtrain"), "local", "job.yaml", "--workers", "2", "--http",
-             f"127.0.0.1:{http}", "--summary-json", "summary.json"],
-            cwd=work, capture_output=True, text=True, timeout=240)
-        end = time.time()
-        if job.returncode != 0:
-            fail(f"mixtrain local exited {job.returncode}:\n{job.stdout}\n{job.stderr}")
+        start, end = run_local(bin_dir, work, http, "job", SPEC)
         live.join(timeout=60)
         if live.problems or len(live.checked) != 3:
             fail(f"live checks: {live.problems}, checked {live.checked}")
-        summary = json.loads((work / "summary.json").read_text())
+        summary = json.loads((work / "job-summary.json").read_text())
         print(f"job: {end - start:.0f} s, {summary['steps']} steps, {summary['skipped_steps']} "
               f"skipped, final scale {summary['loss_scale']}")
         if summary["skipped_steps"] < 10:
@@ -196,23 +218,37 @@ def main():
             fail(f"expected one job_id label value, got {job_ids}")
         job_id = job_ids[0]
         window = f"{int(end - start) + 10}s"
-        span = {"start": start, "end": end + 6, "step": 5}
+
+        fp8_start, fp8_end = run_local(bin_dir, work, http, "fp8", FP8_SPEC)
+        print(f"fp8 job: {fp8_end - fp8_start:.0f} s")
+        time.sleep(6)
+        fp8_ids = [i for i in api(base, "label/job_id/values", start=fp8_start, end=fp8_end + 6)
+                   if i != job_id]
+        if len(fp8_ids) != 1:
+            fail(f"expected the fp8 job's job_id, got {fp8_ids}")
+        fp8_id = fp8_ids[0]
+        fp8_window = f"{int(fp8_end - start) + 10}s"
+        span = {"start": start, "end": fp8_end + 6, "step": 5}
 
         dashboard = json.loads((source / "deploy/grafana/dashboards/mixtrain.json").read_text())
         # The job and rank selectors, resolved as Grafana resolves
         # label_values(SELECTOR, LABEL): the label's values among the series
         # SELECTOR matches in the time range.
-        expected = {"job_id": [job_id], "rank": ["0", "1"]}
+        expected = {"job_id": sorted([job_id, fp8_id]), "rank": ["0", "1"]}
         for variable in dashboard["templating"]["list"]:
             query = variable["query"]["query"].replace("$job_id", re.escape(job_id))
             selector, label = re.fullmatch(r"label_values\((.+), (\w+)\)", query).groups()
             values = api(base, f"label/{label}/values", **{"match[]": selector},
-                         start=start, end=end + 6)
+                         start=start, end=fp8_end + 6)
             print(f"  variable {variable['name']}: {values}")
             if sorted(values) != expected.get(variable["name"]):
                 fail(f"variable {variable['name']} ({query}) offers {values}")
         empty = []
-        for title, legend, expr in panel_queries(dashboard, job_id, window):
+        queries = [q for q in panel_queries(dashboard, job_id, window)
+                   if not q[0].startswith("FP8")]
+        queries += [q for q in panel_queries(dashboard, fp8_id, fp8_window)
+                    if q[0].startswith("FP8")]
+        for title, legend, expr in queries:
             series = api(base, "query_range", query=expr, **span)["result"]
             values = finite_values(series)
             print(f"  {title:26} {legend:34} {len(series):3} series, {len(values):4} samples")

@@ -119,7 +119,8 @@ $PY -c "import sys; sys.exit(0 if $retried_after < $WORKER_TIMEOUT else 1)" ||
   fail "attempt 1 of $id took ${retried_after} s to give up its lost rendezvous"
 wait_state "$id" SUCCEEDED 300
 same_weights "$id" reference2
-mixtrain status "$id" -o json | grep -q "restarted and lost its rendezvous" ||
-  fail "job $id does not say attempt 1 lost its rendezvous"
+status_json=$(mixtrain status "$id" -o json)
+grep -q "restarted and lost its rendezvous" <<<"$status_json" ||
+  fail "job $id does not say attempt 1 lost its rendezvous: $(head -c 4000 <<<"$status_json")"
 echo "measured: coordinator killed during rendezvous: attempt 1 gave up ${retried_after} s after the restart"
 echo "multihost_faults: all checks passed"

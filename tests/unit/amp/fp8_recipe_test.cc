@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <cmath>
 
 #include "engine/common/error.h"
 
@@ -26,18 +27,19 @@ TEST(Fp8Recipe, DelayedScaleFollowsTheStepsAmaxAcrossMicroBatches) {
   Fp8Recipe recipe(delayed(4), 2);
   EXPECT_EQ(recipe.scale(1, kAct), 1.0f);
   recipe.begin_step();
-  recipe.record(1, kAct, {2.0f, 3});
-  recipe.record(1, kAct, {7.0f, 1});  // a second micro-batch: the max counts
-  recipe.record(1, kGrad, {0.5f, 0});
+  recipe.record(1, kAct, {2.0f, 3}, 1.0f);
+  recipe.record(1, kAct, {7.0f, 1}, 1.0f);  // a second micro-batch: the max counts
+  recipe.record(1, kGrad, {0.5f, 0}, 1.0f);
   recipe.end_step();
   EXPECT_EQ(recipe.scale(1, kAct), 448.0f / 7.0f);
   EXPECT_EQ(recipe.scale(1, kGrad), 57344.0f / 0.5f);  // hybrid: E5M2 gradients
   EXPECT_EQ(recipe.scale(0, kWeight), 1.0f);           // nothing recorded: kept
   EXPECT_EQ(recipe.stats(kAct).amax, 7.0f);
   EXPECT_EQ(recipe.stats(kAct).saturated, 4);
-  EXPECT_EQ(recipe.stats(kAct).min_scale, 1.0f);  // gemm 0 still at 1
+  EXPECT_EQ(recipe.stats(kAct).min_scale, 1.0f);             // the scale the step's records used
+  EXPECT_TRUE(std::isnan(recipe.stats(kWeight).min_scale));  // never recorded
   // Outside a step nothing is recorded.
-  recipe.record(1, kAct, {1000.0f, 9});
+  recipe.record(1, kAct, {1000.0f, 9}, 1.0f);
   EXPECT_EQ(recipe.stats(kAct).saturated, 4);
 }
 
@@ -47,7 +49,7 @@ TEST(Fp8Recipe, HistoryRemembersTheLargestAmaxForItsLength) {
   const float want[] = {56.0f, 56.0f, 56.0f, 448.0f, 448.0f};  // 8 stays for 3 steps
   for (int t = 0; t < 5; ++t) {
     recipe.begin_step();
-    recipe.record(0, kAct, {amaxes[t], 0});
+    recipe.record(0, kAct, {amaxes[t], 0}, 1.0f);
     recipe.end_step();
     EXPECT_EQ(recipe.scale(0, kAct), want[t]) << "step " << t + 1;
   }
@@ -56,7 +58,7 @@ TEST(Fp8Recipe, HistoryRemembersTheLargestAmaxForItsLength) {
 TEST(Fp8Recipe, StepAmaxesAreWhatTheRanksReduce) {
   Fp8Recipe recipe(delayed(2), 1);
   recipe.begin_step();
-  recipe.record(0, kWeight, {1.0f, 0});
+  recipe.record(0, kWeight, {1.0f, 0}, 1.0f);
   // Another rank saw a larger weight amax: the reduced value wins.
   recipe.step_amaxes()[1] = 4.0f;
   recipe.end_step();
@@ -69,7 +71,7 @@ TEST(Fp8Recipe, CurrentAndBlockScalingKeepNoScales) {
     settings.scaling = scaling;
     Fp8Recipe recipe(settings, 1);
     recipe.begin_step();
-    recipe.record(0, kAct, {3.0f, 2});
+    recipe.record(0, kAct, {3.0f, 2}, 1.0f);
     recipe.end_step();
     EXPECT_EQ(recipe.scale(0, kAct), 1.0f);
     EXPECT_EQ(recipe.stats(kAct).amax, 3.0f);
@@ -81,7 +83,7 @@ TEST(Fp8Recipe, StateRestoresExactlyAndRefusesAnotherShape) {
   Fp8Recipe recipe(delayed(5), 3);
   for (int t = 0; t < 4; ++t) {
     recipe.begin_step();
-    recipe.record(t % 3, kGrad, {static_cast<float>(t + 1) * 0.1f, 0});
+    recipe.record(t % 3, kGrad, {static_cast<float>(t + 1) * 0.1f, 0}, 1.0f);
     recipe.end_step();
   }
   Fp8Recipe resumed(delayed(5), 3);
@@ -89,7 +91,7 @@ TEST(Fp8Recipe, StateRestoresExactlyAndRefusesAnotherShape) {
   EXPECT_EQ(resumed.state(), recipe.state());
   for (Fp8Recipe* r : {&recipe, &resumed}) {
     r->begin_step();
-    r->record(2, kGrad, {0.01f, 0});
+    r->record(2, kGrad, {0.01f, 0}, 1.0f);
     r->end_step();
   }
   EXPECT_EQ(resumed.state(), recipe.state());
@@ -107,7 +109,7 @@ TEST(Fp8Recipe, SettingsFollowTheSpec) {
   EXPECT_EQ(fp8_recipe_settings(config::Fp8Spec{}).backward_format, Fp8Format::kE5M2);
   Fp8Recipe recipe(settings, 1);
   recipe.begin_step();
-  recipe.record(0, kGrad, {1.0f, 0});
+  recipe.record(0, kGrad, {1.0f, 0}, 1.0f);
   recipe.end_step();
   EXPECT_EQ(recipe.scale(0, kGrad), 112.0f);  // 448 * 2^-2 / 1
 }

@@ -35,7 +35,7 @@ int main() {
       for (Fp8TensorKind kind : kinds) {
         if (g > 0 || kind != Fp8TensorKind::kActivation) std::cin >> word;
         const auto bits = static_cast<uint32_t>(std::stoul(word, nullptr, 16));
-        recipe.record(g, kind, Fp8QuantizeStats{std::bit_cast<float>(bits), 0});
+        recipe.record(g, kind, Fp8QuantizeStats{std::bit_cast<float>(bits), 0}, 1.0f);
       }
     }
     recipe.end_step();

@@ -130,6 +130,41 @@ TEST(JobViewTest, SummaryTableShowsLossesAndPeaks) {
   EXPECT_EQ(nothing.str(), "");
 }
 
+// The ranks' last gradient ranges, summed, as bars between their lowest and
+// highest nonzero power of two, with the dtype's range marked.
+TEST(JobViewTest, SummaryTableChartsTheGradientRange) {
+  nlohmann::ordered_json summary = parse_summary(sample_job().summary_json());
+  auto range = [](int64_t at_minus_14, int64_t at_minus_20) {
+    std::vector<int64_t> buckets(61, 0);
+    buckets[static_cast<size_t>(-14 + 40)] = at_minus_14;
+    buckets[static_cast<size_t>(-20 + 40)] = at_minus_20;
+    return nlohmann::ordered_json{{"step", 600},        {"dtype", "fp16"}, {"min_log2", -40},
+                                  {"buckets", buckets}, {"zeros", 10},     {"subnormals", 30},
+                                  {"nonfinite", 0},     {"amax", 6.1e-5}};
+  };
+  summary["ranks"] =
+      nlohmann::ordered_json::array({{{"rank", 0}, {"gradient_range", range(60, 10)}},
+                                     {{"rank", 1}, {"gradient_range", range(0, 20)}}});
+  std::ostringstream out;
+  print_summary_table(summary, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("gradient range at step 600 (fp16 gradients, 110 elements over all ranks)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  zero         18.18%\n  subnormal    54.55%\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  <= 2^-14   54.55% " + std::string(40, '#') + "  <- fp16 smallest normal"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  <= 2^-20   27.27% " + std::string(20, '#') + "\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  <= 2^-19    0.00%\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("2^-21"), std::string::npos) << "rows stop at the lowest nonzero bucket";
+  summary["ranks"][1]["gradient_range"]["buckets"] = "garbage";
+  std::ostringstream malformed;
+  print_summary_table(summary, malformed);
+  EXPECT_EQ(malformed.str().find("gradient range"), std::string::npos);
+}
+
 TEST(JobViewTest, AgeOfNothingIsADash) { EXPECT_EQ(format_age(0), "-"); }
 
 TEST(TextTableTest, ColumnsLineUpWithoutTrailingSpaces) {

@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
                     "--set zero.stage=1.5: zero.stage: expected a non-negative integer, got 1.5"},
         BadOverride{"bad_enum", "precision.compute=half",
                     "--set precision.compute=half: precision.compute: expected one of fp32, "
-                    "fp16, bf16, got 'half'"},
+                    "fp16, bf16, fp8, got 'half'"},
         BadOverride{"invalid_yaml", "train.betas=[0.9,",
                     "--set train.betas=[0.9,: train.betas: the value is not valid YAML: end of "
                     "sequence flow not found"},

@@ -5,7 +5,9 @@
 // reference on the same weights and batch: unscaled, most nonzero gradient
 // entries flush to zero; scaled by 2^16 (the dynamic scaler's initial
 // scale) and unscaled in fp32 afterwards, almost none do and the gradients
-// match fp32. The measured fractions are printed and recorded. Then the
+// match fp32. The gradient-range telemetry (precision.stats_every) shows
+// it: most stored fp16 gradients zero or subnormal unscaled, almost none
+// scaled. The measured fractions are printed and recorded. Then the
 // same weighted loss is trained: with loss_scale none fp16 learns far less,
 // with the dynamic scaler it follows fp32.
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 #include "engine/model/gpt_init.h"
 #include "engine/model/parameter_layout.h"
 #include "engine/optim/adamw.h"
+#include "engine/train/gradient_range.h"
 #include "model_test_util.h"
 
 namespace mixtrain::model_test {
@@ -26,15 +29,26 @@ constexpr float kLossWeight = 1.0f / 16384.0f;  // 2^-14
 constexpr float kLossScale = 65536.0f;           // GradScaler's init_scale
 
 // Gradients of kLossWeight * loss * scale, in `compute` with grads of the
-// same dtype, read back as fp32 and divided by `scale` in fp32.
+// same dtype, read back as fp32 and divided by `scale` in fp32; `range`,
+// when given, gets the telemetry's view of them as stored.
 std::vector<float> gradients(Backend& backend, const GptConfig& config,
                              const std::vector<float>& weights, DType compute, float scale,
-                             const Tensor& tokens, const Tensor& targets) {
+                             const Tensor& tokens, const Tensor& targets,
+                             GradientRange* range = nullptr) {
   Gpt gpt(backend, config, compute, compute);
   const Tensor params = make_flat(backend, weights, compute, MemoryCategory::kParams);
   const Tensor grads = make_grads(backend, gpt.layout().numel(), compute);
   gpt.forward(params, tokens, targets);
   gpt.backward(params, grads, kLossWeight * scale);
+  if (range != nullptr) {
+    std::vector<Tensor> views;
+    std::vector<size_t> parameters;
+    for (size_t i = 0; i < gpt.layout().parameters().size(); ++i) {
+      views.push_back(parameter_view(grads, gpt.layout().parameters()[i]));
+      parameters.push_back(i);
+    }
+    *range = measure_gradient_range(backend, gpt.layout(), views, parameters, 1);
+  }
   std::vector<float> values = to_host(backend, grads);
   for (float& v : values) v /= scale;
   return values;
@@ -70,8 +84,11 @@ TEST(Fp16Underflow, LossScalingKeepsGradientsThatFp16WouldFlushToZero) {
   const Tensor targets = random_ids(*backend, 4, 32, 256, 2);
 
   const auto fp32 = gradients(*backend, config, weights, DType::kF32, 1.0f, tokens, targets);
-  const auto unscaled = gradients(*backend, config, weights, DType::kF16, 1.0f, tokens, targets);
-  const auto scaled = gradients(*backend, config, weights, DType::kF16, kLossScale, tokens, targets);
+  GradientRange unscaled_range, scaled_range;
+  const auto unscaled =
+      gradients(*backend, config, weights, DType::kF16, 1.0f, tokens, targets, &unscaled_range);
+  const auto scaled =
+      gradients(*backend, config, weights, DType::kF16, kLossScale, tokens, targets, &scaled_range);
 
   const double zeroed_unscaled = zeroed_fraction(fp32, unscaled);
   const double zeroed_scaled = zeroed_fraction(fp32, scaled);
@@ -85,6 +102,23 @@ TEST(Fp16Underflow, LossScalingKeepsGradientsThatFp16WouldFlushToZero) {
   EXPECT_LT(zeroed_scaled, 0.01) << "loss scaling should keep them";
   EXPECT_LT(max_norm_error(scaled, fp32), 0.05) << "scaled fp16 gradients should match fp32";
   EXPECT_GT(max_norm_error(unscaled, fp32), 0.05) << "unscaled fp16 gradients should not";
+
+  // What mixtrain_gradient_zero_ratio and _subnormal_ratio report.
+  std::printf(
+      "gradient range, fp16: zero %.1f%% subnormal %.1f%% headroom 2^%.1f unscaled; "
+      "zero %.3f%% subnormal %.3f%% headroom 2^%.1f with 2^16\n",
+      100 * unscaled_range.zero_ratio(), 100 * unscaled_range.subnormal_ratio(),
+      unscaled_range.headroom_log2(), 100 * scaled_range.zero_ratio(),
+      100 * scaled_range.subnormal_ratio(), scaled_range.headroom_log2());
+  // (Measured: 81.6% zero + 18.4% subnormal unscaled; 0.018% + 5.6% scaled.)
+  EXPECT_GT(unscaled_range.zero_ratio(), 0.5);
+  EXPECT_GT(unscaled_range.zero_ratio() + unscaled_range.subnormal_ratio(), 0.95);
+  EXPECT_LT(scaled_range.zero_ratio(), 0.001);
+  EXPECT_LT(scaled_range.subnormal_ratio(), 0.1);
+  EXPECT_EQ(unscaled_range.dtype, DType::kF16);
+  // Scaling by 2^16 spends at least 16 doublings of headroom (more: the
+  // unscaled run's largest gradients were themselves cut by underflow).
+  EXPECT_GT(unscaled_range.headroom_log2() - scaled_range.headroom_log2(), 15.5);
 }
 
 // The loss after each of `steps` AdamW steps on one fixed batch, training

@@ -105,6 +105,42 @@ TEST(TrainSummaryTest, FromJsonReadsBackWhatARunWrote) {
   EXPECT_EQ(dump_json(read.to_json()), dump_json(summary.to_json()));
 }
 
+// precision.stats_every: each stats step reports this rank's gradient
+// range (every stored gradient element counted once), and the summary
+// keeps the last one.
+TEST(TrainSummaryTest, StatsStepsReportTheGradientRangeAndTheSummaryKeepsTheLast) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  config::JobSpec spec = tiny_spec(DType::kBF16, 5, fresh_dir("stats"));
+  spec.precision.stats_every = 2;
+  std::vector<int64_t> measured_at;
+  TrainerOptions options;
+  options.progress.on_step = [&](const StepProgress& step) {
+    if (step.gradient_range) {
+      measured_at.push_back(step.gradient_range->step);
+      EXPECT_EQ(step.gradient_range->dtype, DType::kBF16);
+    }
+  };
+  Trainer trainer(*backend, spec, options);
+  const TrainSummary summary = trainer.run();
+  EXPECT_EQ(measured_at, (std::vector<int64_t>{2, 4}));
+  ASSERT_TRUE(summary.ranks[0].gradient_range.has_value());
+  const GradientRange& range = *summary.ranks[0].gradient_range;
+  EXPECT_EQ(range.step, 4);
+  EXPECT_EQ(range.total().total(), summary.param_count);
+  EXPECT_GT(range.total().amax, 0.0f);
+  EXPECT_GT(range.groups[static_cast<size_t>(GradientGroup::kAttention)].total(), 0);
+  const Json json = summary.to_json();
+  EXPECT_EQ(json["ranks"][0]["gradient_range"]["buckets"].size(),
+            static_cast<size_t>(MagnitudeHistogram::kBuckets));
+  const TrainSummary read = TrainSummary::from_json(parse_json(dump_json(json)));
+  EXPECT_EQ(read.ranks[0].gradient_range->total(), range.total());
+  // stats_every 0: none.
+  spec.precision.stats_every = 0;
+  spec.checkpoint.dir = fresh_dir("off").string();
+  Trainer off(*backend, spec);
+  EXPECT_FALSE(off.run().ranks[0].gradient_range.has_value());
+}
+
 TEST(TrainSummaryTest, FromJsonNamesWhatIsMissingOrMistyped) {
   TrainSummary summary;
   summary.ranks.push_back(RankSummary{});

@@ -153,5 +153,49 @@ TEST(WorkerMetricsTest, MalformedNonfiniteKindAddsNoSeries) {
   EXPECT_FALSE(has(metrics.render(), "job-9"));
 }
 
+// The precision telemetry: the gradient histogram by group (log2 buckets,
+// cumulative le), its ratios, and the fp8 series by tensor kind, whose
+// saturation counter adds the increments of the cumulative counts.
+TEST(WorkerMetricsTest, PrecisionTelemetrySeries) {
+  WorkerMetrics metrics;
+  metrics.begin_task({"job-7", 1, 0.0, std::nullopt});
+  EXPECT_FALSE(has(metrics.render(), "mixtrain_gradient_log2_magnitude")) << "no stats step yet";
+  StepReport report = step(1, false);
+  GradientRange& range = report.progress.gradient_range.emplace();
+  range.dtype = DType::kF16;
+  MagnitudeHistogram& mlp = range.groups[static_cast<size_t>(GradientGroup::kMlp)];
+  mlp.buckets[static_cast<size_t>(-10 - MagnitudeHistogram::kMinLog2)] = 6;  // (2^-11, 2^-10]
+  mlp.buckets[static_cast<size_t>(-3 - MagnitudeHistogram::kMinLog2)] = 2;
+  mlp.zeros = 2;
+  mlp.subnormals = 1;
+  mlp.amax = 0.125f;
+  report.progress.fp8.emplace();
+  (*report.progress.fp8)[1] = Fp8KindStats{0.5f, 896.0f, 3};
+  metrics.on_step(report);
+  (*report.progress.fp8)[1].saturated = 10;
+  report.progress.gradient_range.reset();
+  metrics.on_step(report);
+  const std::string text = metrics.render();
+  // (The text format writes le after the other labels.)
+  auto bucket = [](const std::string& group, const std::string& le, const std::string& count) {
+    return "mixtrain_gradient_log2_magnitude_bucket{group=\"" + group +
+           "\",job_id=\"job-7\",rank=\"1\",le=\"" + le + "\"} " + count;
+  };
+  EXPECT_TRUE(has(text, bucket("mlp", "-11", "0"))) << text;
+  EXPECT_TRUE(has(text, bucket("mlp", "-10", "6"))) << text;
+  EXPECT_TRUE(has(text, bucket("mlp", "-3", "8"))) << text;
+  EXPECT_TRUE(has(text, bucket("attention", "20", "0"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_gradient_zero_ratio", {}, "0.2"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_gradient_subnormal_ratio", {}, "0.1"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_gradient_headroom_log2", {}, "18.9"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_fp8_amax", {{"tensor", "weight"}}, "0.5"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_fp8_saturated_total", {{"tensor", "weight"}}, "10")))
+      << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_fp8_scale_log2", {{"tensor", "weight"}}, "9.807")))
+      << text;
+  metrics.end_task(v1::TASK_OUTCOME_SUCCEEDED);
+  EXPECT_FALSE(has(metrics.render(), "job-7"));
+}
+
 }  // namespace
 }  // namespace mixtrain::worker

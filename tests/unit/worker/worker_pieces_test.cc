@@ -59,6 +59,14 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   step.comm[CommOp::kAllGather].calls = 3;
   step.comm[CommOp::kAllGather].bytes_sent = 99;
   step.comm[CommOp::kAllGather].seconds = 0.25;
+  step.progress.gradient_range.emplace();
+  step.progress.gradient_range->step = 3;
+  step.progress.gradient_range->dtype = DType::kF16;
+  step.progress.gradient_range->groups[2].buckets[7] = 11;
+  step.progress.gradient_range->groups[3].subnormals = 5;
+  step.progress.gradient_range->groups[1].amax = 0.75f;
+  step.progress.fp8.emplace();
+  (*step.progress.fp8)[2] = Fp8KindStats{1e-3f, 2048.0f, 17};
   const std::optional<ChildMessage> decoded = decode_child_message(frame_of(encode_step(step)));
   ASSERT_TRUE(decoded.has_value());
   ASSERT_EQ(decoded->kind, ChildMessage::Kind::kStep);
@@ -72,6 +80,16 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].calls, 3);
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].bytes_sent, 99);
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].seconds, 0.25);
+  EXPECT_EQ(decoded->step.progress.gradient_range, step.progress.gradient_range);
+  ASSERT_TRUE(decoded->step.progress.fp8.has_value());
+  EXPECT_EQ((*decoded->step.progress.fp8)[2].saturated, 17);
+  EXPECT_EQ((*decoded->step.progress.fp8)[2].min_scale, 2048.0f);
+  step.progress.gradient_range.reset();
+  step.progress.fp8.reset();
+  const std::optional<ChildMessage> plain = decode_child_message(frame_of(encode_step(step)));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->step.progress.gradient_range.has_value());
+  EXPECT_FALSE(plain->step.progress.fp8.has_value());
 
   const std::optional<ChildMessage> eval = decode_child_message(frame_of(encode_eval({4, 1.5})));
   ASSERT_TRUE(eval.has_value());
@@ -83,6 +101,10 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   summary.name = "n";
   summary.status = "failed";
   summary.ranks.push_back(RankSummary{.rank = 2, .comm_bytes_per_step = 5});
+  summary.ranks[0].gradient_range.emplace();
+  summary.ranks[0].gradient_range->dtype = DType::kBF16;
+  summary.ranks[0].gradient_range->groups[0].buckets[40] = 1000;
+  summary.ranks[0].gradient_range->groups[0].zeros = 3;
   summary.final_val_loss = 2.0;
   const std::optional<ChildMessage> decoded_summary =
       decode_child_message(frame_of(encode_summary(summary)));
