@@ -92,6 +92,13 @@ Json TrainSummary::to_json() const {
     entry["comm_elements_per_step"] = rank.comm_elements_per_step;
     entry["comm_bytes_per_step"] = rank.comm_bytes_per_step;
     if (rank.gradient_range) entry["gradient_range"] = rank.gradient_range->to_json();
+    if (rank.fp8_saturated) {
+      Json saturated = Json::object();
+      for (int k = 0; k < kFp8TensorKinds; ++k)
+        saturated[fp8_tensor_kind_name(static_cast<Fp8TensorKind>(k))] =
+            (*rank.fp8_saturated)[static_cast<size_t>(k)];
+      entry["fp8_saturated"] = std::move(saturated);
+    }
     rank_list.push_back(std::move(entry));
   }
   out["ranks"] = std::move(rank_list);
@@ -125,6 +132,13 @@ TrainSummary TrainSummary::from_json(const Json& json) {
     parsed.comm_bytes_per_step = rank.integer("comm_bytes_per_step");
     if (entry.contains("gradient_range"))
       parsed.gradient_range = GradientRange::from_json(entry["gradient_range"]);
+    if (entry.contains("fp8_saturated")) {
+      const JsonFields saturated = rank.object("fp8_saturated");
+      parsed.fp8_saturated.emplace();
+      for (int k = 0; k < kFp8TensorKinds; ++k)
+        (*parsed.fp8_saturated)[static_cast<size_t>(k)] =
+            saturated.integer(fp8_tensor_kind_name(static_cast<Fp8TensorKind>(k)));
+    }
     out.ranks.push_back(parsed);
   }
   return out;

@@ -4,11 +4,13 @@
 // of the ranks' summaries into the job's.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/amp/fp8_recipe.h"
 #include "engine/backend/memory_tracker.h"
 #include "engine/common/json.h"
 #include "engine/train/gradient_range.h"
@@ -36,6 +38,10 @@ struct RankSummary {
   // The last gradient-range measurement (precision.stats_every), when one
   // was taken: the JSON key "gradient_range", absent otherwise.
   std::optional<GradientRange> gradient_range;
+  // Compute fp8: elements this rank's fp8 quantization clamped to the
+  // format's max, by tensor kind: the JSON object "fp8_saturated"
+  // {"activation", "weight", "grad_output"}, absent otherwise.
+  std::optional<std::array<int64_t, kFp8TensorKinds>> fp8_saturated;
 
   bool operator==(const RankSummary&) const = default;
 };

@@ -171,9 +171,15 @@ TrainSummary Trainer::summary(const std::string& status) const {
   out.loss_scale = scaler_.scale();
   out.nonfinite_events = state_.nan_events + state_.inf_events;
   const int64_t steps = std::max<int64_t>(train_steps_, 1);
-  out.ranks.push_back(RankSummary{zero_.rank(), memory_report(backend_.memory()),
-                                  comm_elements_ / steps, comm_bytes_ / steps,
-                                  last_gradient_range_});
+  RankSummary& rank = out.ranks.emplace_back(
+      RankSummary{zero_.rank(), memory_report(backend_.memory()), comm_elements_ / steps,
+                  comm_bytes_ / steps, last_gradient_range_});
+  if (fp8_recipe_) {
+    rank.fp8_saturated.emplace();
+    for (int k = 0; k < kFp8TensorKinds; ++k)
+      (*rank.fp8_saturated)[static_cast<size_t>(k)] =
+          fp8_recipe_->stats(static_cast<Fp8TensorKind>(k)).saturated;
+  }
   return out;
 }
 

@@ -55,5 +55,9 @@ compare() {
 }
 compare fp32 bf16
 compare fp32 fp16
-for recipe in delayed current mxfp8; do compare bf16 fp8-$recipe; done
+for recipe in delayed current mxfp8; do
+  compare bf16 fp8-$recipe
+  echo "  fp8-$recipe saturated: $(/usr/bin/python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["ranks"][0]["fp8_saturated"])' "$work/fp8-$recipe.json")"
+done
 exit $status

@@ -10,10 +10,13 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/numerics/float16.h"
+#include "engine/numerics/fp8_scaling.h"
 #include "tests/unit/numerics/reference_formats.h"
 
 namespace mixtrain {
@@ -201,6 +204,53 @@ TEST(MxQuantize, SixteenBitInputsQuantizeAsTheirFp32Values) {
   mx_quantize(widened.data(), 64, 32, MxAxis::kAlongColumns, Fp8Format::kE4M3, b.data(), sb.data());
   EXPECT_EQ(a, b);
   EXPECT_EQ(sa, sb);
+}
+
+// Why block scaling exists: one outlier sets a per-tensor scale that
+// leaves the small values below E4M3's smallest subnormal, so they become
+// zero; with MX blocks only the outlier's own block of 32 is affected.
+TEST(MxQuantize, AnOutlierFlushesPerTensorButOnlyItsBlockInMx) {
+  constexpr int64_t kRows = 64, kCols = 256;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> small(0.0f, 1e-3f);
+  std::vector<float> x(static_cast<size_t>(kRows * kCols));
+  for (float& v : x) v = small(rng);
+  x[1000] = 1000.0f;  // one activation outlier
+  auto zero_fraction = [&](const std::vector<float>& back) {
+    int64_t zeroed = 0, nonzero = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] == 0.0f) continue;
+      ++nonzero;
+      zeroed += back[i] == 0.0f;
+    }
+    return static_cast<double>(zeroed) / static_cast<double>(nonzero);
+  };
+  // Per tensor: scale = 448 / amax, the values come back as code / scale.
+  const float scale = fp8_scale(amax(x.data(), x.size()), Fp8Format::kE4M3);
+  std::vector<uint8_t> codes(x.size());
+  quantize_fp8(x.data(), x.size(), scale, Fp8Format::kE4M3, codes.data());
+  std::vector<float> per_tensor(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    per_tensor[i] = fp8_to_float(codes[i], Fp8Format::kE4M3) / scale;
+  // MX along rows.
+  std::vector<uint8_t> scales(
+      static_cast<size_t>(mx_scale_count(kRows, kCols, MxAxis::kAlongRows)));
+  mx_quantize(x.data(), kRows, kCols, MxAxis::kAlongRows, Fp8Format::kE4M3, codes.data(),
+              scales.data());
+  std::vector<float> blocked(x.size());
+  mx_dequantize(codes.data(), scales.data(), kRows, kCols, MxAxis::kAlongRows, Fp8Format::kE4M3,
+                blocked.data());
+  const double per_tensor_zeroed = zero_fraction(per_tensor);
+  const double mx_zeroed = zero_fraction(blocked);
+  std::printf(
+      "one outlier (1000) among N(0, 1e-3) values: per-tensor E4M3 flushes %.1f%% to "
+      "zero, MXFP8 %.2f%%\n",
+      100 * per_tensor_zeroed, 100 * mx_zeroed);
+  ::testing::Test::RecordProperty("per_tensor_zeroed_percent",
+                                  std::to_string(100 * per_tensor_zeroed));
+  ::testing::Test::RecordProperty("mx_zeroed_percent", std::to_string(100 * mx_zeroed));
+  EXPECT_GT(per_tensor_zeroed, 0.9);
+  EXPECT_LT(mx_zeroed, 32.0 / static_cast<double>(x.size()));  // at most the outlier's block
 }
 
 }  // namespace

@@ -86,6 +86,10 @@ TEST_P(TrainerFp8ResumeTest, ResumedRunIsBitIdenticalToStraightRun) {
   Trainer straight(*backend, spec_for(straight_dir));
   const TrainSummary straight_summary = straight.run();
   EXPECT_EQ(straight_summary.compute_dtype, "fp8");
+  ASSERT_TRUE(straight_summary.ranks[0].fp8_saturated.has_value());
+  const TrainSummary read =
+      TrainSummary::from_json(parse_json(dump_json(straight_summary.to_json())));
+  EXPECT_EQ(read.ranks[0].fp8_saturated, straight_summary.ranks[0].fp8_saturated);
 
   TrainerOptions options;
   options.resume_dir = straight_dir / checkpoint_dir_name(kHalf);
