@@ -13,6 +13,10 @@ Fp8Linear::Fp8Linear(Backend& backend, Fp8Recipe& recipe)
       input_scales_(static_cast<size_t>(recipe.gemms()), 1.0f),
       weight_scales_(static_cast<size_t>(recipe.gemms()), 1.0f) {}
 
+DType Fp8Linear::codes_dtype(Fp8TensorKind kind) const {
+  return recipe_.format(kind) == Fp8Format::kE4M3 ? DType::kFP8E4M3 : DType::kFP8E5M2;
+}
+
 bool Fp8Linear::block_scaled() const {
   return recipe_.settings().scaling == config::Fp8Scaling::kMxfp8;
 }
@@ -25,7 +29,7 @@ float Fp8Linear::scale_for(int64_t gemm, Fp8TensorKind kind, const Tensor& src) 
 
 Fp8Operand Fp8Linear::per_tensor(int64_t gemm, Fp8TensorKind kind, const Tensor& src, float scale,
                                  bool record) {
-  const DType dtype = recipe_.format(kind) == Fp8Format::kE4M3 ? DType::kFP8E4M3 : DType::kFP8E5M2;
+  const DType dtype = codes_dtype(kind);
   Fp8Operand operand{backend_.empty(src.shape(), dtype, MemoryCategory::kWorkspace), scale};
   const Fp8QuantizeStats stats = backend_.quantize_fp8(operand.codes, src, scale);
   if (record) recipe_.record(gemm, kind, stats, scale);
@@ -34,7 +38,7 @@ Fp8Operand Fp8Linear::per_tensor(int64_t gemm, Fp8TensorKind kind, const Tensor&
 
 Fp8Operand Fp8Linear::blocked(int64_t gemm, Fp8TensorKind kind, const Tensor& src, MxAxis axis,
                               bool record) {
-  const DType dtype = recipe_.format(kind) == Fp8Format::kE4M3 ? DType::kFP8E4M3 : DType::kFP8E5M2;
+  const DType dtype = codes_dtype(kind);
   Fp8Operand operand{backend_.empty(src.shape(), dtype, MemoryCategory::kWorkspace)};
   operand.block_axis = axis;
   operand.block_scales = backend_.empty({mx_scale_count(src.dim(0), src.dim(1), axis)},

@@ -48,6 +48,8 @@ class Fp8Linear {
   // src (2-D) quantized in MX blocks along `axis`; recorded when `record`.
   Fp8Operand blocked(int64_t gemm, Fp8TensorKind kind, const Tensor& src, MxAxis axis, bool record);
   bool block_scaled() const;
+  // The dtype of the codes of tensors of `kind` (the recipe's format).
+  DType codes_dtype(Fp8TensorKind kind) const;
 
   Backend& backend_;
   Fp8Recipe& recipe_;
