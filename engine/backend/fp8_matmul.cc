@@ -19,29 +19,11 @@ Tensor dequantized(Backend& backend, const Fp8Operand& operand) {
   return values;
 }
 
-void check_reduction_axis(const char* name, const Fp8Operand& operand, MxAxis reduction) {
-  if (operand.block_scales.defined() && operand.block_axis != reduction) {
-    throw EngineError(ErrorCode::kInvalidArgument,
-                      std::string(kOp) + ": " + name + " " + operand.codes.describe() +
-                          " is blocked along the wrong axis: MX blocks must run along the "
-                          "GEMM's reduction dimension");
-  }
-}
-
 }  // namespace
 
 void Backend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
                          const MatmulOptions& options) {
-  op_checks::check_fp8_operand(kOp, "a", a);
-  op_checks::check_fp8_operand(kOp, "b", b);
-  check_reduction_axis("a", a, options.trans_a ? MxAxis::kAlongColumns : MxAxis::kAlongRows);
-  check_reduction_axis("b", b, options.trans_b ? MxAxis::kAlongRows : MxAxis::kAlongColumns);
-  if (options.bias_grad != nullptr) {
-    throw EngineError(ErrorCode::kInvalidArgument,
-                      std::string(kOp) +
-                          ": bias_grad is not computed from quantized operands; call "
-                          "bias_backward on the unquantized output gradient");
-  }
+  op_checks::check_matmul_fp8(kOp, c, a, b, options);
   MatmulOptions scaled = options;
   if (!a.block_scales.defined()) scaled.alpha *= 1.0f / a.scale;
   if (!b.block_scales.defined()) scaled.alpha *= 1.0f / b.scale;

@@ -128,6 +128,41 @@ void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor
   check_shape(op, "bias_grad", *bias_grad, {a.dim(1)});
 }
 
+GemmShape check_matmul_fp8(const char* op, const Tensor& c, const Fp8Operand& a,
+                           const Fp8Operand& b, const MatmulOptions& options) {
+  check_fp8_operand(op, "a", a);
+  check_fp8_operand(op, "b", b);
+  const GemmShape s{options.trans_a ? a.codes.dim(1) : a.codes.dim(0),
+                    options.trans_a ? a.codes.dim(0) : a.codes.dim(1),
+                    options.trans_b ? b.codes.dim(0) : b.codes.dim(1)};
+  const auto check_reduction_axis = [&](const char* name, const Fp8Operand& operand,
+                                        MxAxis reduction) {
+    if (operand.block_scales.defined() && operand.block_axis != reduction) {
+      fail(op, name, operand.codes,
+           "is blocked along the wrong axis: MX blocks must run along the GEMM's reduction "
+           "dimension");
+    }
+  };
+  check_reduction_axis("a", a, options.trans_a ? MxAxis::kAlongColumns : MxAxis::kAlongRows);
+  check_reduction_axis("b", b, options.trans_b ? MxAxis::kAlongRows : MxAxis::kAlongColumns);
+  if ((options.trans_b ? b.codes.dim(1) : b.codes.dim(0)) != s.k) {
+    fail(op, "b", b.codes, "does not share A " + a.codes.describe() + "'s inner dimension");
+  }
+  check_float(op, "C", c);
+  check_shape(op, "C", c, {s.m, s.n});
+  if (options.bias != nullptr) {
+    check_float(op, "bias", *options.bias);
+    check_shape(op, "bias", *options.bias, {s.n});
+  }
+  check_gelu_out(op, c, options.gelu_out);
+  if (options.bias_grad != nullptr) {
+    fail(op, "bias_grad", *options.bias_grad,
+         "is not computed from quantized operands; call bias_backward on the unquantized "
+         "output gradient");
+  }
+  return s;
+}
+
 int64_t checked_classes(const char* op, int64_t classes, int64_t columns) {
   if (classes == 0) return columns;
   if (classes < 0 || classes > columns) {

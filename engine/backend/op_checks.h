@@ -13,6 +13,7 @@
 
 namespace mixtrain {
 struct Fp8Operand;
+struct MatmulOptions;
 }
 
 namespace mixtrain::op_checks {
@@ -34,6 +35,17 @@ void check_block_scales(const char* op, const Tensor& codes, const Tensor& block
 // An fp8 GEMM operand: 2-D fp8 codes with either a finite positive scale or
 // valid block scales.
 void check_fp8_operand(const char* op, const char* name, const Fp8Operand& operand);
+
+// The sizes of a 2-D GEMM: C (m,n) = op(A) (m,k) op(B) (k,n).
+struct GemmShape {
+  int64_t m, k, n;
+};
+
+// matmul_fp8's arguments (backend.h): two valid fp8 operands, MX blocks
+// along the reduction dimension, 2-D shapes that make a product into C
+// (fp32/fp16/bf16), bias (n) and gelu_out as matmul's, no bias_grad.
+GemmShape check_matmul_fp8(const char* op, const Tensor& c, const Fp8Operand& a,
+                           const Fp8Operand& b, const MatmulOptions& options);
 
 // t's dtype is exactly `dtype`.
 void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype);

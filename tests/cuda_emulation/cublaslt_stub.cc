@@ -7,7 +7,11 @@
 // and types an epilogue needs, AUX_LD's documented rules (a multiple of 8,
 // at least D's rows), the 16-byte alignment of every pointer and the
 // workspace limit are checked as cuBLASLt documents them; an unmet rule
-// is CUBLAS_STATUS_INVALID_VALUE (or no algorithm from the heuristic). The
+// is CUBLAS_STATUS_INVALID_VALUE (or no algorithm from the heuristic).
+// FP8 inputs (E4M3/E5M2, not both E5M2) are taken as Ada's and Hopper's
+// kernels take them: the "TN" layout only, 16-byte leading dimensions,
+// fp32/fp16/bf16 C, the A and B scale pointers (default 1) multiplying the
+// product; bias and GELU epilogues as for 16-bit inputs. The
 // product runs when the stream gets there (stream_queues.h). It is not
 // cuBLASLt: its kernels, its algorithm choice and speed are not modelled.
 #include <cublasLt.h>
@@ -35,6 +39,8 @@ struct Desc {
   void* aux = nullptr;
   int64_t aux_ld = 0;
   int32_t aux_type = -1;
+  const float* a_scale = nullptr;
+  const float* b_scale = nullptr;
 };
 struct Layout {
   cudaDataType type;
@@ -66,6 +72,21 @@ bool has_gelu(cublasLtEpilogue_t e) {
 }
 bool on_16_bytes(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Why an fp8 call cannot run, or nullptr.
+const char* fp8_problem(const Desc& d, const Layout& a, const Layout& b, const Layout& c) {
+  if (!stub::is_fp8(a.type) || !stub::is_fp8(b.type))
+    return "fp8 A with a non-fp8 B, or the reverse";
+  if (a.type == CUDA_R_8F_E5M2 && b.type == CUDA_R_8F_E5M2) return "fp8 E5M2 x E5M2";
+  if (d.compute != CUBLAS_COMPUTE_32F) return "fp8 needs CUBLAS_COMPUTE_32F";
+  if (c.type != CUDA_R_32F && c.type != CUDA_R_16F && c.type != CUDA_R_16BF)
+    return "fp8 inputs with a C the stub does not model";
+  if (d.trans_a != CUBLAS_OP_T || d.trans_b != CUBLAS_OP_N)
+    return "fp8 kernels take A transposed and B not (TN) on sm_89/sm_90";
+  if (a.ld % 16 != 0 || b.ld % 16 != 0) return "fp8 leading dimensions off 16 bytes";
+  if (is_bias_grad(d.epilogue)) return "a bias gradient epilogue with fp8 inputs";
+  return nullptr;
+}
+
 // Why this call cannot run, or nullptr: the checks shared by the heuristic
 // and the matmul.
 const char* problem(const Desc& d, const Layout& a, const Layout& b, const Layout& c,
@@ -81,7 +102,11 @@ const char* problem(const Desc& d, const Layout& a, const Layout& b, const Layou
   for (const Layout* l : {&a, &b, &c})
     if (l->ld < static_cast<int64_t>(std::max<uint64_t>(l->rows, 1)))
       return "a leading dimension below the rows";
-  if (!stub::supported_types(d.compute, a.type, b.type, c.type)) return "unsupported types";
+  if (stub::is_fp8(a.type) || stub::is_fp8(b.type)) {
+    if (const char* why = fp8_problem(d, a, b, c)) return why;
+  } else if (!stub::supported_types(d.compute, a.type, b.type, c.type)) {
+    return "unsupported types";
+  }
   if ((has_bias(d.epilogue) || is_bias_grad(d.epilogue)) &&
       (d.bias == nullptr || d.bias_type != c.type))
     return "a bias or bias gradient epilogue needs BIAS_POINTER of D's type";
@@ -139,6 +164,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return read(o.aux, buf, size);
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return read(o.aux_ld, buf, size);
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return read(o.aux_type, buf, size);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER:
+      return read(o.a_scale, buf, size);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER:
+      return read(o.b_scale, buf, size);
     default: return stub::invalid("a matmul attribute the stub does not model");
   }
 }
@@ -215,15 +244,18 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t d, c
     }
   if (const char* why = stub::overlap_problem(outputs, A, B, 1, m, n, k)) return stub::invalid(why);
 
-  emu::count_lt_matmul();
+  emu::count_lt_matmul(stub::is_fp8(al.type));
   // Run when the stream gets there; the descriptors (copied) may be gone
-  // by then, alpha and beta are read now.
+  // by then, alpha and beta are read now, the scales (device memory, as
+  // an earlier kernel may write them) then.
   const float scale = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const bool tf32 = o.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   emu::enqueue_on(stream, [=] {
+    const float product_scale = scale * (o.a_scale != nullptr ? *o.a_scale : 1.0f) *
+                                (o.b_scale != nullptr ? *o.b_scale : 1.0f);
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
-        float x = scale * stub::product(A, B, 0, i, j, k, tf32);
+        float x = product_scale * stub::product(A, B, 0, i, j, k, tf32);
         if (be != 0.0f) x += be * stub::load(C.at(0, i, j), cl.type);
         if (has_bias(o.epilogue))
           x += stub::load(static_cast<const char*>(o.bias) + i * stub::element_size(cl.type),

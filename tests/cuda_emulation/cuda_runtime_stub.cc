@@ -145,7 +145,10 @@ RuntimeCalls runtime_calls() {
   std::lock_guard lock(calls_mu);
   return calls;
 }
-void count_lt_matmul() { count(&emu::RuntimeCalls::lt_matmuls); }
+void count_lt_matmul(bool fp8) {
+  count(&emu::RuntimeCalls::lt_matmuls);
+  if (fp8) count(&emu::RuntimeCalls::lt_fp8_matmuls);
+}
 void count_lt_heuristic() { count(&emu::RuntimeCalls::lt_heuristics); }
 void hold_events(bool held) {
   std::lock_guard lock(calls_mu);

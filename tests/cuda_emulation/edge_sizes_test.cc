@@ -5,8 +5,9 @@
 // sequence over three warp strides, a run of 600 equal ids and ids out of
 // range, more sum_squares blocks than kMaxPartialBlocks, a non-finite
 // value in a later block, elementwise ops in packs, with a tail, and on
-// views off the pack boundary, linear layers fused into cuBLASLt, and
-// TF32 GEMMs only when allowed. Errors are measured against the largest |value|.
+// views off the pack boundary, linear layers fused into cuBLASLt, fp8
+// GEMMs on cuBLASLt's fp8 kernels in the TN layout they take, and TF32
+// GEMMs only when allowed. Errors are measured against the largest |value|.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -194,6 +195,80 @@ TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasGeluAndBiasGradIntoCublasLtWhen
     EXPECT_EQ(lt_calls, in % 4 == 0 ? 1 : 0);  // fp32 rows of 63: 252 bytes, off 16
     EXPECT_TRUE(agree(dw[0], dw[1], DType::kF32));
     EXPECT_TRUE(agree(db[0], db[1], DType::kF32));
+  }
+}
+
+// Per-tensor fp8 GEMMs run as cuBLASLt fp8 GEMMs (the stub refuses any
+// layout but TN, so every stored layout must be brought to it), with the
+// bias and GELU epilogues of a linear layer; MX blocks, an E5M2 pair and
+// a k off 16 take the dequantizing path. Each agrees with the CPU.
+TEST(CudaEmulationEdgeSizes, Fp8GemmsRunOnCublasLtFp8KernelsInTheTnLayout) {
+  Backends b;
+  const int64_t m = 32, n = 48;
+  struct Case {
+    int64_t k;
+    bool mx, e5m2_pair, gelu;
+    int fp8_kernels;  // cuBLASLt fp8 GEMMs expected per call
+  };
+  for (const Case& c : {Case{64, false, false, false, 1}, Case{64, false, false, true, 1},
+                        Case{64, true, false, false, 0}, Case{64, false, true, false, 0},
+                        Case{40, false, false, false, 0}}) {
+    for (bool trans_a : {false, true}) {
+      for (bool trans_b : {false, true}) {
+        SCOPED_TRACE("k " + std::to_string(c.k) + (c.mx ? " mx" : "") +
+                     (c.e5m2_pair ? " e5m2 pair" : "") + (c.gelu ? " gelu" : "") +
+                     (trans_a ? " A^T" : " A") + (trans_b ? " B^T" : " B"));
+        const Shape a_shape = trans_a ? Shape{c.k, m} : Shape{m, c.k};
+        const Shape b_shape = trans_b ? Shape{n, c.k} : Shape{c.k, n};
+        const auto a_values = random_values(m * c.k, 31, -4, 4);
+        const auto b_values = random_values(c.k * n, 32, -0.5, 0.5);
+        const auto bias = random_values(n, 33), c_values = random_values(m * n, 34);
+        std::vector<double> out[2], gelu[2];
+        int fp8_kernels = 0;
+        for (int i = 0; i < 2; ++i) {
+          Backend& be = b.side(i);
+          auto operand = [&](const Shape& shape, const std::vector<double>& values, DType fp8,
+                             MxAxis axis, float scale) {
+            const Tensor src = make_tensor(be, shape, DType::kBF16, values);
+            Fp8Operand op{be.empty(shape, fp8, MemoryCategory::kWorkspace), scale};
+            if (c.mx) {
+              op.block_scales = be.empty({mx_scale_count(shape[0], shape[1], axis)}, DType::kE8M0,
+                                         MemoryCategory::kWorkspace);
+              op.block_axis = axis;
+              be.mx_quantize(op.codes, op.block_scales, src, axis);
+            } else {
+              be.quantize_fp8(op.codes, src, scale);
+            }
+            return op;
+          };
+          const Fp8Operand a =
+              operand(a_shape, a_values, c.e5m2_pair ? DType::kFP8E5M2 : DType::kFP8E4M3,
+                      trans_a ? MxAxis::kAlongColumns : MxAxis::kAlongRows, 50);
+          const Fp8Operand w = operand(b_shape, b_values, DType::kFP8E5M2,
+                                       trans_b ? MxAxis::kAlongRows : MxAxis::kAlongColumns, 300);
+          const Tensor bias_t = make_tensor(be, {n}, DType::kBF16, bias);
+          const Tensor c_t = make_tensor(be, {m, n}, DType::kBF16, c_values);
+          const Tensor gelu_t = be.empty({m, n}, DType::kBF16, MemoryCategory::kActivations);
+          MatmulOptions options;
+          options.trans_a = trans_a;
+          options.trans_b = trans_b;
+          options.bias = &bias_t;
+          options.alpha = 0.75f;
+          options.beta = c.gelu ? 0.0f : 0.5f;  // cuBLASLt's GELU_AUX cannot read C
+          if (c.gelu) options.gelu_out = &gelu_t;
+          const int before = emu::runtime_calls().lt_fp8_matmuls;
+          be.matmul_fp8(c_t, a, w, options);
+          if (i == 0) fp8_kernels = emu::runtime_calls().lt_fp8_matmuls - before;
+          out[i] = values_of(be, c_t);
+          if (c.gelu) gelu[i] = values_of(be, gelu_t);
+        }
+        EXPECT_EQ(fp8_kernels, c.fp8_kernels);
+        EXPECT_TRUE(agree(out[0], out[1], DType::kBF16));
+        if (c.gelu) {
+          EXPECT_TRUE(agree(gelu[0], gelu[1], DType::kBF16));
+        }
+      }
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,10 +18,20 @@
 
 namespace stub {
 
-inline size_t element_size(cudaDataType type) { return type == CUDA_R_32F ? 4 : 2; }
+inline bool is_fp8(cudaDataType type) { return type == CUDA_R_8F_E4M3 || type == CUDA_R_8F_E5M2; }
+
+inline size_t element_size(cudaDataType type) {
+  return type == CUDA_R_32F ? 4 : is_fp8(type) ? 1 : 2;
+}
 
 inline float load(const char* at, cudaDataType type) {
   switch (type) {
+    case CUDA_R_8F_E4M3:
+    case CUDA_R_8F_E5M2: {
+      const auto bits = *reinterpret_cast<const __nv_fp8_storage_t*>(at);
+      return __half2float(
+          __half(__nv_cvt_fp8_to_halfraw(bits, type == CUDA_R_8F_E4M3 ? __NV_E4M3 : __NV_E5M2)));
+    }
     case CUDA_R_16F: return __half2float(*reinterpret_cast<const __half*>(at));
     case CUDA_R_16BF: return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(at));
     default: return *reinterpret_cast<const float*>(at);

@@ -21,6 +21,7 @@ struct RuntimeCalls {
   int pool_frees = 0;               // cudaFreeAsync
   int pinned_allocations = 0;       // cudaMallocHost
   int lt_matmuls = 0;               // cublasLtMatmul (cublaslt_stub.cc)
+  int lt_fp8_matmuls = 0;           // those of them with fp8 inputs
   int lt_heuristics = 0;            // cublasLtMatmulAlgoGetHeuristic
   // "record e<N> on s<M>", "s<M> waits e<N>", "free on s<M>", in call order.
   std::vector<std::string> stream_order;
@@ -28,9 +29,9 @@ struct RuntimeCalls {
 
 // The calls made so far in this process.
 RuntimeCalls runtime_calls();
-// Count one cublasLtMatmul, one cublasLtMatmulAlgoGetHeuristic (the
-// cuBLASLt stub's).
-void count_lt_matmul();
+// Count one cublasLtMatmul (with fp8 inputs or not), one
+// cublasLtMatmulAlgoGetHeuristic (the cuBLASLt stub's).
+void count_lt_matmul(bool fp8);
 void count_lt_heuristic();
 // Queues `work` on `stream` (stream_queues.h): what the cuBLAS stubs'
 // GEMMs and the kernel launches do.

@@ -7,7 +7,9 @@
 // a missing wait between the streams, the communicator-free host code and
 // the pinned buffers shows as a difference or an ASan report; it also
 // checks that training never waits for the whole device (no
-// cudaDeviceSynchronize, no cudaFree).
+// cudaDeviceSynchronize, no cudaFree). Compute fp8 runs each recipe; the
+// per-tensor ones must reach cuBLASLt's fp8 GEMMs (every GEMM of the
+// blocks, forward and backward), mxfp8 the dequantizing path.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,12 +28,15 @@ struct Case {
   int64_t stage;
   bool offload_optimizer;
   bool offload_params;
+  config::Fp8Scaling scaling = config::Fp8Scaling::kDelayed;  // with compute fp8
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  return std::string(dtype_name(c.compute)) + "_stage" + std::to_string(c.stage) +
-         (c.offload_optimizer ? "_offload_optimizer" : "") +
+  const bool fp8 = c.compute == DType::kFP8E4M3;
+  return (fp8 ? "fp8_" + std::string(config::enum_name(c.scaling))
+              : std::string(dtype_name(c.compute))) +
+         "_stage" + std::to_string(c.stage) + (c.offload_optimizer ? "_offload_optimizer" : "") +
          (c.offload_params ? "_offload_params" : "");
 }
 
@@ -52,6 +57,7 @@ TEST_P(CudaEmulationTrainer, ThreeStepsMatchTheCpuBackend) {
     spec.zero.stage = c.stage;
     if (c.offload_optimizer) spec.zero.offload_optimizer = config::OffloadTarget::kCpu;
     if (c.offload_params) spec.zero.offload_params = config::OffloadTarget::kCpu;
+    if (c.compute == DType::kFP8E4M3) spec.precision.fp8 = config::Fp8Spec{.scaling = c.scaling};
     const emu::RuntimeCalls before = emu::runtime_calls();
     {
       Trainer trainer(*backend, spec, {});
@@ -61,6 +67,16 @@ TEST_P(CudaEmulationTrainer, ThreeStepsMatchTheCpuBackend) {
     const emu::RuntimeCalls after = emu::runtime_calls();
     EXPECT_EQ(after.device_synchronizations, before.device_synchronizations) << backends[i];
     EXPECT_EQ(after.blocking_frees, before.blocking_frees) << backends[i];
+    if (i == 0 && c.compute == DType::kFP8E4M3) {
+      // 3 steps x 2 blocks x 4 GEMMs x (forward, din, dW), and the evals'
+      // forwards; none for MX blocks (sm_90 has no block scaling).
+      const int fp8_gemms = after.lt_fp8_matmuls - before.lt_fp8_matmuls;
+      if (c.scaling == config::Fp8Scaling::kMxfp8) {
+        EXPECT_EQ(fp8_gemms, 0);
+      } else {
+        EXPECT_GE(fp8_gemms, 3 * 2 * 4 * 3);
+      }
+    }
   }
   ASSERT_TRUE(loss[0] && loss[1]);
   const bool fp32 = c.compute == DType::kF32;
@@ -79,19 +95,27 @@ TEST_P(CudaEmulationTrainer, ThreeStepsMatchTheCpuBackend) {
   // fp32. CUDA's MLP takes GELU in cuBLASLt's epilogue, of the fp32
   // pre-activation, where the CPU takes it of the 16-bit rounded one: in
   // bf16 that flips 2.3% of the weights after three steps (under 1%
-  // without the fusion), so 3% are allowed.
-  EXPECT_LE(far, fp32 ? 0u : weights[0].size() * 3 / 100)
-      << far << " of " << weights[0].size() << " weights differ by more than 1e-3";
+  // without the fusion), so 3% are allowed. In fp8 a 1-ulp bf16
+  // difference moves a value to another code (3 mantissa bits): 19.7%
+  // (delayed), 27.1% (current) and 20.6% (mxfp8, which runs the same
+  // dequantizing GEMM as the CPU) differ, so 30% are allowed there; the
+  // GEMM itself is held to the CPU's in edge_sizes_test.
+  const size_t allowed = fp32                           ? 0u
+                         : c.compute == DType::kFP8E4M3 ? weights[0].size() * 30 / 100
+                                                        : weights[0].size() * 3 / 100;
+  EXPECT_LE(far, allowed) << far << " of " << weights[0].size()
+                          << " weights differ by more than 1e-3";
   EXPECT_LT(worst, 0.07);
 }
 
-INSTANTIATE_TEST_SUITE_P(ZeroStages, CudaEmulationTrainer,
-                         ::testing::Values(Case{DType::kF32, 0, false, false},
-                                           Case{DType::kBF16, 0, false, false},
-                                           Case{DType::kF16, 1, true, false},
-                                           Case{DType::kBF16, 2, true, false},
-                                           Case{DType::kBF16, 3, true, true}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    ZeroStages, CudaEmulationTrainer,
+    ::testing::Values(Case{DType::kF32, 0, false, false}, Case{DType::kBF16, 0, false, false},
+                      Case{DType::kF16, 1, true, false}, Case{DType::kBF16, 2, true, false},
+                      Case{DType::kBF16, 3, true, true}, Case{DType::kFP8E4M3, 0, false, false},
+                      Case{DType::kFP8E4M3, 1, false, false, config::Fp8Scaling::kCurrent},
+                      Case{DType::kFP8E4M3, 2, false, false, config::Fp8Scaling::kMxfp8}),
+    case_name);
 
 }  // namespace
 }  // namespace mixtrain::train_test

@@ -54,6 +54,14 @@ void check_same_size(const Tensor& dst, const Tensor& src, const char* op) {
                          " does not match source " + src.describe());
 }
 
+// 90 for sm_90.
+int compute_capability(int device) {
+  int major = 0, minor = 0;
+  MIXTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  MIXTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major * 10 + minor;
+}
+
 }  // namespace
 
 void CudaBackend::CublasDeleter::operator()(cublasHandle_t handle) const {
@@ -67,7 +75,10 @@ void CudaBackend::CublasDeleter::operator()(cublasLtHandle_t handle) const {
 CudaBackend::CudaBackend(int device) : CudaBackend(std::make_shared<CudaMemory>(device)) {}
 
 CudaBackend::CudaBackend(std::shared_ptr<CudaMemory> memory)
-    : Backend(memory), memory_(std::move(memory)), device_(memory_->device()) {
+    : Backend(memory),
+      memory_(std::move(memory)),
+      device_(memory_->device()),
+      compute_capability_(compute_capability(device_)) {
   const cudaStream_t compute = memory_->compute();
   cublasHandle_t handle = nullptr;
   MIXTRAIN_CUBLAS_CHECK(cublasCreate(&handle));
@@ -76,9 +87,8 @@ CudaBackend::CudaBackend(std::shared_ptr<CudaMemory> memory)
   // FP32 GEMMs stay true FP32 (no TF32), like the CPU backend.
   MIXTRAIN_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
 
-  int major = 0;
-  MIXTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
-  const size_t workspace_bytes = major >= 9 ? kCublasWorkspaceHopper : kCublasWorkspaceAmpere;
+  const size_t workspace_bytes =
+      compute_capability_ >= 90 ? kCublasWorkspaceHopper : kCublasWorkspaceAmpere;
   cublas_workspace_ =
       empty({static_cast<int64_t>(workspace_bytes)}, kByteDType, MemoryCategory::kWorkspace);
   MIXTRAIN_CUBLAS_CHECK(
@@ -248,10 +258,9 @@ CudaDeviceInfo cuda_device_info(int device) {
 }
 
 std::optional<std::string> CudaBackend::fp8_unsupported_reason() const {
-  const CudaDeviceInfo info = cuda_device_info(device_);
-  const int capability = info.compute_capability_major * 10 + info.compute_capability_minor;
-  if (capability >= 89) return std::nullopt;
-  return name() + " (" + info.name + ", sm_" + std::to_string(capability) +
+  if (compute_capability_ >= 89) return std::nullopt;
+  return name() + " (" + cuda_device_info(device_).name + ", sm_" +
+         std::to_string(compute_capability_) +
          ") has no fp8 tensor cores; compute fp8 needs sm_89 or newer (Ada, Hopper, Blackwell)";
 }
 

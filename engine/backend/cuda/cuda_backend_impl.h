@@ -67,6 +67,8 @@ class CudaBackend final : public Backend {
   int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
                       MxAxis axis) override;
   void dequantize_fp8(const Tensor& dst, const Fp8Operand& src) override;
+  void matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
+                  const MatmulOptions& options) override;
 
   void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
                          bool accumulate) override;
@@ -129,6 +131,7 @@ class CudaBackend final : public Backend {
   // outlive the backend keep alive.
   std::shared_ptr<CudaMemory> memory_;
   int device_;
+  int compute_capability_;  // 90 for sm_90
   bool tf32_ = false;  // fp32 GEMMs may use TF32 tensor cores
   Tensor cublas_workspace_;  // handed to cuBLAS, counted as workspace
   CublasHandle cublas_;

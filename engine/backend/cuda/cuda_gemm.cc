@@ -1,6 +1,7 @@
 // Why: maps a row-major batched GEMM onto cublasGemmStridedBatchedEx, and a
-// linear layer with its epilogue onto cublasLtMatmul (see cuda_gemm.h for
-// the operand swap), with fp32 compute for every input type.
+// linear layer with its epilogue (16-bit, fp32 or fp8 inputs) onto
+// cublasLtMatmul (see cuda_gemm.h for the operand swap), with fp32 compute
+// for every input type.
 #include "engine/backend/cuda/cuda_gemm.h"
 
 #include <algorithm>
@@ -18,10 +19,14 @@ cudaDataType cuda_data_type(DType dtype) {
     case DType::kF32: return CUDA_R_32F;
     case DType::kF16: return CUDA_R_16F;
     case DType::kBF16: return CUDA_R_16BF;
+    case DType::kFP8E4M3:
+      return CUDA_R_8F_E4M3;
+    case DType::kFP8E5M2:
+      return CUDA_R_8F_E5M2;
     default: break;
   }
-  throw EngineError(ErrorCode::kInvalidArgument,
-                    std::string("gemm: dtype ") + dtype_name(dtype) + " is not fp32, fp16 or bf16");
+  throw EngineError(ErrorCode::kInvalidArgument, std::string("gemm: dtype ") + dtype_name(dtype) +
+                                                     " is not fp32, fp16, bf16 or fp8");
 }
 
 cublasOperation_t cublas_op(bool transposed) { return transposed ? CUBLAS_OP_T : CUBLAS_OP_N; }
@@ -35,6 +40,24 @@ cublasComputeType_t compute_type(const Blas& blas, DType dtype) {
 
 bool on_16_bytes(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+bool rows_on_16_bytes(const GemmOperand& x) {
+  return (x.ld * static_cast<int64_t>(dtype_size(x.dtype))) % 16 == 0;
+}
+
+// The argument checks of an fp8 GEMM (see linear_row_major_lt).
+void check_fp8_gemm(const GemmOperand& a, const GemmOperand& b, const GemmOutput& c,
+                    const Fp8GemmScales& fp8) {
+  MIXTRAIN_CHECK_ARG(fp8.a != nullptr && fp8.b != nullptr,
+                     "linear: fp8 operands need both scale pointers");
+  MIXTRAIN_CHECK_ARG(!(a.dtype == DType::kFP8E5M2 && b.dtype == DType::kFP8E5M2),
+                     "linear: cuBLASLt has no fp8 GEMM of two E5M2 operands");
+  MIXTRAIN_CHECK_ARG(is_float_compute(c.dtype), std::string("linear: fp8 GEMM output is ") +
+                                                    dtype_name(c.dtype) +
+                                                    ", expected fp32, fp16 or bf16");
+  MIXTRAIN_CHECK_ARG(!a.transposed && b.transposed,
+                     "linear: fp8 GEMMs take A (m,k) and B stored (n,k), k contiguous in both "
+                     "(cuBLASLt's TN layout)");
+}
 // cuBLASLt's descriptors, destroyed with the GEMM call that used them.
 struct LtDescriptors {
   cublasLtMatmulDesc_t op = nullptr;
@@ -92,20 +115,26 @@ void gemm_row_major(const Blas& blas, int64_t m, int64_t n, int64_t k, const Gem
 
 bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                          const GemmOperand& b, const GemmOutput& c, float alpha, float beta,
-                         const LinearEpilogue& epilogue) {
+                         const LinearEpilogue& epilogue, const Fp8GemmScales& fp8) {
   MIXTRAIN_CHECK_ARG(epilogue.bias_grad == nullptr ||
                          (epilogue.bias == nullptr && epilogue.gelu_out == nullptr),
                      "linear: a bias gradient epilogue excludes bias and GELU");
-  MIXTRAIN_CHECK_ARG(a.dtype == b.dtype && b.dtype == c.dtype && is_float_compute(a.dtype),
-                     std::string("linear: A, B and C are ") + dtype_name(a.dtype) + ", " +
-                         dtype_name(b.dtype) + " and " + dtype_name(c.dtype) +
-                         " (cuBLASLt's fused linear takes one of fp32, fp16, bf16)");
+  const bool fp8_inputs = is_fp8(a.dtype) && is_fp8(b.dtype);
+  if (fp8_inputs) {
+    check_fp8_gemm(a, b, c, fp8);
+  } else {
+    MIXTRAIN_CHECK_ARG(a.dtype == b.dtype && b.dtype == c.dtype && is_float_compute(a.dtype),
+                       std::string("linear: A, B and C are ") + dtype_name(a.dtype) + ", " +
+                           dtype_name(b.dtype) + " and " + dtype_name(c.dtype) +
+                           " (cuBLASLt's fused linear takes one of fp32, fp16, bf16, or fp8 "
+                           "inputs)");
+  }
   const int64_t element = static_cast<int64_t>(dtype_size(c.dtype));
   const bool aligned = on_16_bytes(a.data) && on_16_bytes(b.data) && on_16_bytes(c.data) &&
                        on_16_bytes(epilogue.bias) && on_16_bytes(epilogue.gelu_out) &&
-                       on_16_bytes(epilogue.bias_grad) &&
-                       (a.ld * element) % 16 == 0 && (b.ld * element) % 16 == 0 &&
-                       (c.ld * element) % 16 == 0;
+                       on_16_bytes(epilogue.bias_grad) && rows_on_16_bytes(a) &&
+                       rows_on_16_bytes(b) && (c.ld * element) % 16 == 0 &&
+                       (!fp8_inputs || k % 16 == 0);
   if (!aligned || blas.lt == nullptr || m == 0 || n == 0 || k == 0) return false;
   // AUX_LD's rule; and C, read for beta, cannot also be the aux output.
   if (epilogue.gelu_out != nullptr && (c.ld % 8 != 0 || beta != 0.0f)) return false;
@@ -116,6 +145,10 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
   MIXTRAIN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, compute_type(blas, a.dtype), CUDA_R_32F));
   set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, cublas_op(b.transposed));
   set(d.op, CUBLASLT_MATMUL_DESC_TRANSB, cublas_op(a.transposed));
+  if (fp8_inputs) {  // cuBLASLt's A is our B
+    set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, fp8.b);
+    set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, fp8.a);
+  }
   const int32_t type = cuda_data_type(c.dtype);
   cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
   if (epilogue.gelu_out != nullptr) {
@@ -137,9 +170,19 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
   d.a = b.transposed ? layout_of(b.dtype, k, n, b.ld) : layout_of(b.dtype, n, k, b.ld);
   d.b = a.transposed ? layout_of(a.dtype, m, k, a.ld) : layout_of(a.dtype, k, m, a.ld);
   d.c = layout_of(c.dtype, n, m, c.ld);
-  const LtAlgorithms::Problem problem{
-      m, n, k, a.ld, b.ld, c.ld, static_cast<int64_t>(c.dtype), a.transposed, b.transposed,
-      static_cast<int64_t>(kind), blas.tf32};
+  const LtAlgorithms::Problem problem{m,
+                                      n,
+                                      k,
+                                      a.ld,
+                                      b.ld,
+                                      c.ld,
+                                      static_cast<int64_t>(a.dtype),
+                                      static_cast<int64_t>(b.dtype),
+                                      static_cast<int64_t>(c.dtype),
+                                      a.transposed,
+                                      b.transposed,
+                                      static_cast<int64_t>(kind),
+                                      blas.tf32};
   LtAlgorithms* known = blas.lt_algorithms;
   std::optional<cublasLtMatmulAlgo_t> algorithm;
   if (known != nullptr && known->chosen.contains(problem)) {

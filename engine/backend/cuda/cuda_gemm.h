@@ -1,7 +1,8 @@
 // Why: the cuBLAS calls behind matmul and the attention GEMMs: one
 // cublasGemmStridedBatchedEx for plain products, and cuBLASLt for a linear
 // layer whose bias (and GELU, as llm.c does) are fused into the GEMM's
-// epilogue instead of costing passes of their own. The engine's matrices
+// epilogue instead of costing passes of their own, and for the fp8 GEMM
+// (per-tensor scales as cuBLASLt's scale pointers). The engine's matrices
 // are row-major and cuBLAS's are column-major; a row-major X is the
 // column-major X^T, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T
 // by swapping the operands, with no copies.
@@ -34,9 +35,9 @@ struct GemmOperand {
 // of every micro-batch, and its answer for a problem does not change. Used
 // by one backend's ops, on one thread.
 struct LtAlgorithms {
-  // m, n, k, the three leading dimensions, dtype, both transposes, the
-  // epilogue, TF32.
-  using Problem = std::array<int64_t, 11>;
+  // m, n, k, the three leading dimensions, the dtypes of A, B and C, both
+  // transposes, the epilogue, TF32.
+  using Problem = std::array<int64_t, 13>;
   std::map<Problem, std::optional<cublasLtMatmulAlgo_t>> chosen;
 };
 
@@ -86,15 +87,26 @@ struct LinearEpilogue {
   void* bias_grad = nullptr;
 };
 
+// The per-tensor scales of an fp8 GEMM: device pointers to one fp32 each,
+// the factor that turns an operand's codes into its values (1/scale).
+struct Fp8GemmScales {
+  const float* a = nullptr;
+  const float* b = nullptr;
+};
+
 // C (m,n) = alpha * op(A) op(B) + beta * C and then the epilogue, in one
-// cuBLASLt GEMM on blas.stream (one batch item; A, B and C of one dtype).
+// cuBLASLt GEMM on blas.stream (one batch item). A, B and C share one of
+// fp32/fp16/bf16; or A and B are fp8 (not both E5M2) with `fp8` scales,
+// C is fp32/fp16/bf16 and the layout is the one Ada's and Hopper's fp8
+// kernels take, "TN": both operands with k contiguous (A not transposed,
+// B transposed), so the product is (scale_a * A)(scale_b * B)^T.
 // Returns false having enqueued nothing when cuBLASLt cannot run it: a
-// pointer or a row off a 16-byte boundary, a GELU output whose rows are
-// not a multiple of 8 elements, or no algorithm offered; the caller then
-// computes it another way. The algorithm is asked for once per problem
-// when blas.lt_algorithms is set.
+// pointer or a row off a 16-byte boundary, an fp8 k not a multiple of 16,
+// a GELU output whose rows are not a multiple of 8 elements, or no
+// algorithm offered; the caller then computes it another way. The
+// algorithm is asked for once per problem when blas.lt_algorithms is set.
 bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                          const GemmOperand& b, const GemmOutput& c, float alpha, float beta,
-                         const LinearEpilogue& epilogue);
+                         const LinearEpilogue& epilogue, const Fp8GemmScales& fp8 = {});
 
 }  // namespace mixtrain::gpu
