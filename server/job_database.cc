@@ -68,12 +68,13 @@ constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
     {"needs_device_bytes", "REAL"},
     {"needs_host_bytes", "REAL"},
     {"needs_min_loss_scale", "REAL"},  // NULL: static loss scaling
+    {"needs_min_compute_capability", "INTEGER"},
     // config::job_spec_to_json of the validated spec, handed to the tasks;
     // NULL like the needs until fill_missing_resolution.
     {"spec_json", "TEXT"},
 };
 
-// Binds `needs` to the 8 parameters from `first` on, in kAddedJobColumns order.
+// Binds `needs` to the 9 parameters from `first` on, in kAddedJobColumns order.
 SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeeds& needs) {
   statement.bind(first, int64_t{needs.workers})
       .bind(first + 1, static_cast<int64_t>(needs.backend))
@@ -81,7 +82,8 @@ SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeed
       .bind(first + 3, int64_t{needs.zero_stage})
       .bind_real(first + 4, needs.states.parameters)
       .bind_real(first + 5, needs.states.device)
-      .bind_real(first + 6, needs.states.host);
+      .bind_real(first + 6, needs.states.host)
+      .bind(first + 8, int64_t{needs.min_compute_capability});
   return needs.min_loss_scale ? statement.bind_real(first + 7, *needs.min_loss_scale)
                               : statement.bind_null(first + 7);
 }
@@ -90,7 +92,7 @@ constexpr std::string_view kJobColumns =
     "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
     "restarts, progress, summary_json, needs_workers, needs_backend, needs_max_restarts, "
     "needs_zero_stage, needs_parameters, needs_device_bytes, needs_host_bytes, "
-    "needs_min_loss_scale, spec_json FROM jobs ";
+    "needs_min_loss_scale, spec_json, needs_min_compute_capability FROM jobs ";
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -117,7 +119,8 @@ JobRecord read_job(const SqliteStatement& row) {
                  .zero_stage = static_cast<int32_t>(row.column_int64(15)),
                  .states = {row.column_double(16), row.column_double(17), row.column_double(18)},
                  .min_loss_scale =
-                     row.column_is_null(19) ? std::nullopt : std::optional(row.column_double(19))};
+                     row.column_is_null(19) ? std::nullopt : std::optional(row.column_double(19)),
+                 .min_compute_capability = static_cast<int32_t>(row.column_int64(21))};
   }
   if (!row.column_is_null(20)) job.spec_json = row.column_text(20);
   return job;
@@ -180,7 +183,7 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
       missing,
       select_rows(db,
                   "SELECT id, spec_yaml FROM jobs WHERE (needs_workers IS NULL OR spec_json IS "
-                  "NULL) AND state IN (" +
+                  "NULL OR needs_min_compute_capability IS NULL) AND state IN (" +
                       std::to_string(v1::JOB_STATE_QUEUED) + ", " +
                       std::to_string(v1::JOB_STATE_RUNNING) + ")",
                   "", [](const SqliteStatement& row) {
@@ -193,10 +196,11 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
                                         "needs_max_restarts = ?3, needs_zero_stage = ?4, "
                                         "needs_parameters = ?5, needs_device_bytes = ?6, "
                                         "needs_host_bytes = ?7, needs_min_loss_scale = ?8, "
-                                        "spec_json = ?9 WHERE id = ?10"));
+                                        "needs_min_compute_capability = ?9, spec_json = ?10 "
+                                        "WHERE id = ?11"));
     RETURN_IF_ERROR(bind_needs(update, 1, job_needs(*parsed.spec))
-                        .bind(9, dump_json(config::job_spec_to_json(*parsed.spec)))
-                        .bind(10, id)
+                        .bind(10, dump_json(config::job_spec_to_json(*parsed.spec)))
+                        .bind(11, id)
                         .run());
   }
   return absl::OkStatus();
@@ -255,13 +259,13 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
   const int64_t now = now_unix_ms();
   const std::string id = random_id("", 16);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
-  ASSIGN_OR_RETURN(insert,
-                   db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
-                                "message, created_ms, updated_ms, needs_workers, needs_backend, "
-                                "needs_max_restarts, needs_zero_stage, needs_parameters, "
-                                "needs_device_bytes, needs_host_bytes, needs_min_loss_scale, "
-                                "spec_json) "
-                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  ASSIGN_OR_RETURN(
+      insert, db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
+                           "message, created_ms, updated_ms, needs_workers, needs_backend, "
+                           "needs_max_restarts, needs_zero_stage, needs_parameters, "
+                           "needs_device_bytes, needs_host_bytes, needs_min_loss_scale, "
+                           "needs_min_compute_capability, spec_json) "
+                           "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   insert.bind(1, id)
       .bind(2, name)
       .bind(3, int64_t{v1::JOB_STATE_QUEUED})
@@ -269,7 +273,7 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
       .bind(5, steps)
       .bind(6, now)
       .bind(7, now);
-  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(16, spec_json).run());
+  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(17, spec_json).run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
   absl::StatusOr<JobRecord> job = get_job_locked(id);

@@ -17,7 +17,8 @@ JobNeeds job_needs(const config::JobSpec& spec) {
       .states = rank_model_states(spec),
       .min_loss_scale = config::effective_loss_scale(precision) == config::LossScaleMode::kDynamic
                             ? std::optional<double>(precision.min_scale)
-                            : std::nullopt};
+                            : std::nullopt,
+      .min_compute_capability = config::is_fp8_compute(precision) ? kFp8ComputeCapability : 0};
 }
 
 std::string describe_rank_states(const JobNeeds& needs) {

@@ -21,9 +21,15 @@ struct JobNeeds {
   int32_t zero_stage = 0;
   RankModelStates states;                // each rank's model-state bytes
   std::optional<double> min_loss_scale;  // dynamic loss scaling's floor (Task.min_loss_scale)
+  // The oldest GPU a CUDA rank can train on, as major * 10 + minor: 89
+  // (Ada; fp8 tensor cores) for compute fp8, 0 for any.
+  int32_t min_compute_capability = 0;
 
   bool operator==(const JobNeeds&) const = default;
 };
+
+// The GPU generation compute fp8 needs (sm_89).
+inline constexpr int32_t kFp8ComputeCapability = 89;
 
 // What `spec` (parsed and validated) asks of the scheduler.
 JobNeeds job_needs(const config::JobSpec& spec);

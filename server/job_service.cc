@@ -11,6 +11,7 @@
 #include "jobspec/job_spec_yaml.h"
 #include "proto/training_device.h"
 #include "server/job_proto.h"
+#include "server/placement.h"
 #include "server/queued_writer.h"
 #include "server/spec_paths.h"
 #include "server/unary_call.h"
@@ -53,15 +54,18 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
     }
     return {grpc::StatusCode::INVALID_ARGUMENT, message};
   }
+  const JobNeeds needs = job_needs(*parsed.spec);
+  if (const std::string why = device_refusal(needs, scheduler_->list_workers()); !why.empty()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + why};
+  }
   std::string spec_json;
   try {
     spec_json = dump_json(config::job_spec_to_json(*parsed.spec));
   } catch (const EngineError& e) {  // a value JSON cannot carry that validation let through
     return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + e.what()};
   }
-  const absl::StatusOr<JobRecord> job =
-      database_->create_job(parsed.spec->name, request.spec_yaml(), spec_json,
-                            parsed.spec->train.steps, job_needs(*parsed.spec));
+  const absl::StatusOr<JobRecord> job = database_->create_job(
+      parsed.spec->name, request.spec_yaml(), spec_json, parsed.spec->train.steps, needs);
   if (!job.ok()) return to_grpc(job.status());
   metrics_->job_submitted();
   scheduler_->wake();

@@ -20,17 +20,39 @@ std::string backend_name(config::BackendChoice backend) {
   }
 }
 
+// major * 10 + minor of the GPU a CUDA worker trains on; 0 when unknown.
+int32_t compute_capability(const v1::Resources& resources) {
+  const v1::CudaDevice* device = v1::training_device(resources);
+  return device == nullptr
+             ? 0
+             : device->compute_capability_major() * 10 + device->compute_capability_minor();
+}
+
+// False for a CUDA worker whose known GPU is older than `needs` allows.
+bool device_new_enough(const JobNeeds& needs, const v1::Resources& resources) {
+  const int32_t capability = compute_capability(resources);
+  return resources.backend() != v1::BACKEND_CUDA || capability == 0 ||
+         capability >= needs.min_compute_capability;
+}
+
+std::string sm_name(int32_t capability) { return "sm_" + std::to_string(capability); }
+
 // Why `needs` cannot start now, given how many idle workers fit it.
 std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
                         const std::vector<const v1::Worker*>& workers) {
   int64_t registered = 0;
   int64_t too_small = 0;
+  int64_t too_old = 0;
   for (const v1::Worker* worker : workers) {
     if (worker->state() == v1::WORKER_STATE_LOST ||
         !backend_matches(needs.backend, worker->resources().backend())) {
       continue;
     }
-    ++(holds_rank(needs.states, worker->resources()) ? registered : too_small);
+    if (!device_new_enough(needs, worker->resources())) {
+      ++too_old;
+    } else {
+      ++(holds_rank(needs.states, worker->resources()) ? registered : too_small);
+    }
   }
   const std::string kind = backend_name(needs.backend);
   if (registered >= needs.workers) {
@@ -44,10 +66,41 @@ std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
               std::to_string(too_small) + " registered " +
               (too_small == 1 ? "worker has" : "workers have") + " less)";
   }
+  if (too_old > 0) {
+    reason += " with a GPU of " + sm_name(needs.min_compute_capability) + " or newer (" +
+              std::to_string(too_old) + " registered " +
+              (too_old == 1 ? "worker has" : "workers have") + " an older one)";
+  }
   return reason;
 }
 
 }  // namespace
+
+bool runs_rank(const JobNeeds& needs, const v1::Resources& resources) {
+  return backend_matches(needs.backend, resources.backend()) &&
+         holds_rank(needs.states, resources) && device_new_enough(needs, resources);
+}
+
+std::string device_refusal(const JobNeeds& needs, const std::vector<v1::Worker>& workers) {
+  if (needs.backend != config::BackendChoice::kCuda || needs.min_compute_capability == 0) return "";
+  std::string devices;
+  for (const v1::Worker& worker : workers) {
+    if (worker.state() == v1::WORKER_STATE_LOST ||
+        worker.resources().backend() != v1::BACKEND_CUDA) {
+      continue;
+    }
+    if (device_new_enough(needs, worker.resources())) return "";
+    const v1::CudaDevice* device = v1::training_device(worker.resources());
+    devices += std::string(devices.empty() ? "" : ", ") + worker.id() + " " +
+               v1::training_device_name(worker.resources()) + " (" + device->name() + ", " +
+               sm_name(compute_capability(worker.resources())) + ")";
+  }
+  if (devices.empty()) return "";
+  return "compute fp8 needs a GPU of " + sm_name(needs.min_compute_capability) +
+         " or newer (fp8 tensor cores: Ada, Hopper, Blackwell); every registered cuda worker "
+         "has an older one: " +
+         devices;
+}
 
 bool holds_rank(const RankModelStates& states, const v1::Resources& resources) {
   const double ram = double(resources.memory_bytes());
@@ -70,8 +123,7 @@ std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
     Placement placement{.job_id = job.id};
     const size_t wanted = static_cast<size_t>(std::max(job.needs.workers, 0));
     for (size_t i = 0; i < workers.size() && placement.workers.size() < wanted; ++i) {
-      if (!taken[i] && backend_matches(job.needs.backend, workers[i]->resources().backend()) &&
-          holds_rank(job.needs.states, workers[i]->resources())) {
+      if (!taken[i] && runs_rank(job.needs, workers[i]->resources())) {
         placement.workers.push_back(i);
       }
     }

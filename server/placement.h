@@ -4,7 +4,9 @@
 // pure function: queued jobs (oldest first) and the registered workers in,
 // assignments and wait reasons out. A job starts when enough idle workers
 // of its backend have room for a rank's model states; one that cannot
-// start lets later ones that can go first (no head-of-line blocking).
+// start lets later ones that can go first (no head-of-line blocking). A
+// CUDA worker takes a job only if its GPU is as new as the job needs
+// (compute fp8: sm_89).
 #pragma once
 
 #include <string>
@@ -34,6 +36,16 @@ struct Placement {
 // assigned, each at most once; LOST ones are not counted as registered.
 std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
                                   const std::vector<const v1::Worker*>& workers);
+
+// True when a worker with `resources` can run a rank of a job with
+// `needs`: its backend, room for the model states, a new enough GPU.
+bool runs_rank(const JobNeeds& needs, const v1::Resources& resources);
+
+// Why no registered worker can ever run a job with `needs` on its own
+// account ("fp8 needs sm_89 or newer; the registered cuda workers have
+// w1 cuda:0 (NVIDIA A100, sm_80)"), or empty: set only when the job asks
+// for cuda, CUDA workers are registered and every one has an older GPU.
+std::string device_refusal(const JobNeeds& needs, const std::vector<v1::Worker>& workers);
 
 // True when a worker with `resources` has room for a rank's model states:
 // both pools in RAM on the CPU backend; on CUDA the compute pool on the GPU

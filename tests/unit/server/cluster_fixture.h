@@ -87,14 +87,22 @@ class ClusterTest : public testing::Test {
     return std::make_unique<FakeWorker>(channel_, kJoinToken, std::move(options));
   }
 
-  std::string submit(const std::string& yaml) {
+  // SubmitJob's status; `id` gets the job's id when it is OK.
+  grpc::Status try_submit(const std::string& yaml, std::string* id = nullptr) {
     v1::SubmitJobRequest request;
     request.set_spec_yaml(yaml);
     v1::SubmitJobResponse response;
     const grpc::Status status =
         jobs_->SubmitJob(call_context(kClientToken).get(), request, &response);
+    if (id != nullptr) *id = response.id();
+    return status;
+  }
+
+  std::string submit(const std::string& yaml) {
+    std::string id;
+    const grpc::Status status = try_submit(yaml, &id);
     EXPECT_TRUE(status.ok()) << status.error_message();
-    return response.id();
+    return id;
   }
 
   v1::Job job(const std::string& id) {

@@ -52,6 +52,7 @@ class FakeWorker {
     std::string hostname = "host";
     std::string metrics_address;
     int64_t memory_bytes = 0;  // RAM it registers; 0: unknown
+    std::vector<v1::CudaDevice> cuda_devices;  // with BACKEND_CUDA: it trains on the first
   };
 
   // Registers, opens the Tasks stream and starts heartbeating.
@@ -63,6 +64,8 @@ class FakeWorker {
     request.mutable_resources()->set_backend(options.backend);
     request.mutable_resources()->set_cpu_cores(2);
     request.mutable_resources()->set_memory_bytes(options.memory_bytes);
+    for (const v1::CudaDevice& device : options.cuda_devices)
+      *request.mutable_resources()->add_cuda_devices() = device;
     request.set_previous_worker_id(options.previous_worker_id);
     request.set_previous_worker_secret(options.previous_worker_secret);
     for (const v1::RunningTask& task : options.running) *request.add_running() = task;

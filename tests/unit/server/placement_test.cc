@@ -1,8 +1,9 @@
 // Why: placement is the scheduler's policy, a pure function: which queued
 // job starts on which idle workers, and what a waiting job is told. These
 // pin it without a coordinator: backend and memory fit, rank order,
-// no worker used twice, later jobs passing one that cannot start, and the
-// wait reasons users read in `mixtrain status`.
+// no worker used twice, later jobs passing one that cannot start, the
+// GPU generation compute fp8 needs, and the wait reasons users read in
+// `mixtrain status` (and the refusal at submit).
 #include "server/placement.h"
 
 #include <gtest/gtest.h>
@@ -77,6 +78,64 @@ TEST(PlacementTest, BackendAndMemoryDecideWhereARankFits) {
             "asks for 1 cpu workers, only 0 registered with room for a rank (each needs "
             "14.9 GiB of model states for 1e+06 parameters at zero.stage 0; 1 registered "
             "worker has less)");
+}
+
+// A CUDA worker with a GPU given as sm_<capability> (0: not reported).
+v1::Worker gpu_worker(const std::string& id, int capability,
+                      v1::WorkerState state = v1::WORKER_STATE_IDLE) {
+  v1::Worker out = worker(id, v1::BACKEND_CUDA, 0, state);
+  v1::CudaDevice* device = out.mutable_resources()->add_cuda_devices();
+  device->set_name(capability >= 89 ? "NVIDIA H100" : "NVIDIA A100");
+  device->set_compute_capability_major(capability / 10);
+  device->set_compute_capability_minor(capability % 10);
+  return out;
+}
+
+QueuedJob fp8_job(const std::string& id, int32_t workers, config::BackendChoice backend) {
+  QueuedJob out = job(id, workers, backend);
+  out.needs.min_compute_capability = kFp8ComputeCapability;
+  return out;
+}
+
+TEST(PlacementTest, Fp8RanksGoOnlyToSm89OrNewerGpus) {
+  const std::vector<v1::Worker> workers = {gpu_worker("ampere", 80), gpu_worker("ada", 89),
+                                           gpu_worker("unknown", 0), gpu_worker("hopper", 90),
+                                           worker("cpu", v1::BACKEND_CPU, 0)};
+  const std::vector<Placement> placed =
+      place_jobs({fp8_job("fp8", 2, config::BackendChoice::kCuda),
+                  fp8_job("more", 4, config::BackendChoice::kCuda), job("bf16", 1)},
+                 pointers(workers));
+  // "unknown" reports no generation: the rank's own check at start decides.
+  EXPECT_EQ(placed[0].workers, (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(placed[1].wait_reason,
+            "asks for 4 cuda workers, only 3 registered with a GPU of sm_89 or newer (1 "
+            "registered worker has an older one)");
+  EXPECT_EQ(placed[2].workers, (std::vector<size_t>{0}));  // any GPU runs bf16
+
+  // Only Ampere registered: waits on the GPU generation.
+  const std::vector<v1::Worker> old = {gpu_worker("a", 80), gpu_worker("b", 80)};
+  EXPECT_EQ(
+      place_jobs({fp8_job("fp8", 1, config::BackendChoice::kCuda)}, pointers(old))[0].wait_reason,
+      "asks for 1 cuda workers, only 0 registered with a GPU of sm_89 or newer (2 "
+      "registered workers have an older one)");
+}
+
+TEST(PlacementTest, SubmitRefusesFp8WhenEveryRegisteredGpuIsOlderThanSm89) {
+  const QueuedJob fp8 = fp8_job("fp8", 1, config::BackendChoice::kCuda);
+  EXPECT_EQ(device_refusal(fp8.needs, {gpu_worker("w1", 80), gpu_worker("w2", 86),
+                                       gpu_worker("gone", 90, v1::WORKER_STATE_LOST)}),
+            "compute fp8 needs a GPU of sm_89 or newer (fp8 tensor cores: Ada, Hopper, "
+            "Blackwell); every registered cuda worker has an older one: w1 cuda:0 (NVIDIA "
+            "A100, sm_80), w2 cuda:0 (NVIDIA A100, sm_86)");
+  // One new GPU, none registered, a CPU-or-CUDA job, or not fp8: no refusal.
+  EXPECT_EQ(device_refusal(fp8.needs, {gpu_worker("w1", 80), gpu_worker("w2", 90)}), "");
+  EXPECT_EQ(device_refusal(fp8.needs, {worker("cpu", v1::BACKEND_CPU, 0)}), "");
+  EXPECT_EQ(device_refusal(fp8_job("auto", 1, config::BackendChoice::kAuto).needs,
+                           {gpu_worker("w1", 80)}),
+            "");
+  EXPECT_EQ(
+      device_refusal(job("bf16", 1, config::BackendChoice::kCuda).needs, {gpu_worker("w1", 80)}),
+      "");
 }
 
 TEST(PlacementTest, NoJobsOrNoWorkers) {

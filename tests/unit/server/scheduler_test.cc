@@ -359,6 +359,42 @@ TEST_F(SchedulerTest, AJobNoWorkerCanHoldWaitsSayingWhatDidNotFit) {
   await_state(fits, v1::JOB_STATE_RUNNING);
 }
 
+// Issue 16: compute fp8 needs fp8 tensor cores (sm_89+). With only an
+// Ampere GPU registered the submit is refused naming it; once a Hopper
+// registers, the job is taken and goes to the Hopper, not the Ampere.
+TEST_F(SchedulerTest, Fp8IsRefusedAtSubmitForOlderGpusAndPlacedOnNewOnes) {
+  auto gpu = [](const char* name, int major, int minor) {
+    v1::CudaDevice device;
+    device.set_name(name);
+    device.set_compute_capability_major(major);
+    device.set_compute_capability_minor(minor);
+    return device;
+  };
+  const std::string fp8 =
+      "name: fp8\ndata: {train: builtin:demo}\ntrain: {steps: 10, warmup_steps: 2}\n"
+      "model: {layers: 1, heads: 2, dim: 32, seq_len: 16, vocab: 64}\n"
+      "precision: {compute: fp8}\nresources: {workers: 1, backend: cuda}\n";
+  auto ampere = worker({.backend = v1::BACKEND_CUDA, .cuda_devices = {gpu("NVIDIA A100", 8, 0)}});
+  const grpc::Status refused = try_submit(fp8);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error_message(),
+            "job.yaml: compute fp8 needs a GPU of sm_89 or newer (fp8 tensor cores: Ada, Hopper, "
+            "Blackwell); every registered cuda worker has an older one: " +
+                ampere->id() + " cuda:0 (NVIDIA A100, sm_80)");
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(jobs_
+                  ->ListJobs(testing_support::call_context(testing_support::kClientToken).get(), {},
+                             &listed)
+                  .ok());
+  EXPECT_EQ(listed.jobs_size(), 0);  // nothing stored
+
+  auto hopper = worker({.backend = v1::BACKEND_CUDA, .cuda_devices = {gpu("NVIDIA H200", 9, 0)}});
+  const std::string id = submit(fp8);
+  hopper->next_start();
+  await_state(id, v1::JOB_STATE_RUNNING);
+  EXPECT_FALSE(ampere->next(std::chrono::milliseconds(300)).has_value());
+}
+
 // Issue 13: a job failing at once used to spend every restart within a
 // second; restarts now wait 1 s, 2 s, ... and say so.
 TEST_F(SchedulerTest, RestartsBackOffExponentiallyAndSaySo) {
