@@ -24,6 +24,8 @@ struct RangeMarks {
 
 RangeMarks marks_of(const std::string& dtype) {
   if (dtype == "fp16") return {-24, -14, std::log2(65504.0)};
+  if (dtype == "fp8_e4m3") return {-9, -6, std::log2(448.0)};
+  if (dtype == "fp8_e5m2") return {-16, -14, std::log2(57344.0)};
   return {-149, -126, 128};  // fp32 and bf16 share the exponent range
 }
 
@@ -36,7 +38,7 @@ struct Totals {
   int64_t zeros = 0, subnormals = 0, nonfinite = 0;
 };
 
-bool add_rank(const nlohmann::ordered_json& range, Totals& totals) {
+bool add_rank(const nlohmann::ordered_json& range, int64_t step, Totals& totals) {
   if (!range.is_object() || !range.contains("buckets") || !range["buckets"].is_array() ||
       !range.value("min_log2", nlohmann::ordered_json()).is_number_integer())
     return false;
@@ -44,7 +46,7 @@ bool add_rank(const nlohmann::ordered_json& range, Totals& totals) {
   if (totals.buckets.empty()) {
     totals.buckets.assign(buckets.size(), 0);
     totals.min_log2 = range["min_log2"].get<int>();
-    totals.step = range.value("step", int64_t{0});
+    totals.step = step;
     totals.dtype = range.value("dtype", std::string("?"));
   }
   if (buckets.size() != totals.buckets.size()) return false;
@@ -65,16 +67,28 @@ std::string percent(int64_t part, int64_t whole) {
   return text;
 }
 
-}  // namespace
-
-void print_gradient_range_chart(const nlohmann::ordered_json& summary, std::ostream& out) {
-  if (!summary.is_object() || !summary.contains("ranks") || !summary["ranks"].is_array()) return;
+// The totals over the ranks of the histogram `pick` finds in each rank's
+// gradient_range (null: none there); empty buckets when none or malformed.
+template <class Pick>
+Totals totals_of(const nlohmann::ordered_json& summary, Pick pick) {
   Totals totals;
+  if (!summary.is_object() || !summary.contains("ranks") || !summary["ranks"].is_array())
+    return totals;
   for (const auto& rank : summary["ranks"]) {
-    if (rank.is_object() && rank.contains("gradient_range") &&
-        !add_rank(rank["gradient_range"], totals))
-      return;
+    if (!rank.is_object() || !rank.contains("gradient_range")) continue;
+    const auto& range = rank["gradient_range"];
+    const nlohmann::ordered_json* histogram = pick(range);
+    if (histogram != nullptr && !add_rank(*histogram, range.value("step", int64_t{0}), totals))
+      return Totals{};
   }
+  return totals;
+}
+
+// The chart of `totals`: a heading naming `what` was counted, the zero,
+// subnormal and non-finite shares, a bar per power of two with the
+// dtype's marks.
+void print_chart(const Totals& totals, const std::string& heading, const std::string& what,
+                 std::ostream& out) {
   if (totals.buckets.empty()) return;
   int64_t all = totals.zeros + totals.nonfinite;
   for (int64_t count : totals.buckets) all += count;
@@ -85,7 +99,7 @@ void print_gradient_range_chart(const nlohmann::ordered_json& summary, std::ostr
   const int64_t tallest = *std::max_element(first, last);
   const RangeMarks marks = marks_of(totals.dtype);
 
-  out << "gradient range at step " << totals.step << " (" << totals.dtype << " gradients, " << all
+  out << heading << " at step " << totals.step << " (" << totals.dtype << " " << what << ", " << all
       << " elements over all ranks)\n"
       << "  zero        " << percent(totals.zeros, all) << "\n"
       << "  subnormal   " << percent(totals.subnormals, all) << "\n";
@@ -106,6 +120,20 @@ void print_gradient_range_chart(const nlohmann::ordered_json& summary, std::ostr
     }
     out << "\n";
   }
+}
+
+}  // namespace
+
+void print_gradient_range_chart(const nlohmann::ordered_json& summary, std::ostream& out) {
+  print_chart(totals_of(summary, [](const nlohmann::ordered_json& range) { return &range; }),
+              "gradient range", "gradients", out);
+  print_chart(totals_of(summary,
+                        [](const nlohmann::ordered_json& range) -> const nlohmann::ordered_json* {
+                          return range.is_object() && range.contains("fp8_activations")
+                                     ? &range["fp8_activations"]
+                                     : nullptr;
+                        }),
+              "fp8 activation range", "quantized GEMM inputs", out);
 }
 
 }  // namespace mixtrain::cli

@@ -1,6 +1,8 @@
 // Why: see child_messages.h.
 #include "worker/child_messages.h"
 
+#include <array>
+
 #include "engine/common/error.h"
 #include "proto/task_process.pb.h"
 #include "worker/frame_pipe.h"
@@ -47,12 +49,12 @@ bool comm_from_proto(const task::StepReport& in, CommStats& out) {
   return true;
 }
 
-void gradient_range_to_proto(const GradientRange& range, task::StepReport& out) {
-  task::GradientRangeReport& report = *out.mutable_gradient_range();
-  report.set_step(range.step);
-  report.set_dtype(dtype_name(range.dtype));
-  for (const MagnitudeHistogram& group : range.groups) {
-    task::MagnitudeCounts& counts = *report.add_groups();
+using GroupHistograms = std::array<MagnitudeHistogram, kGradientGroups>;
+using GroupCounts = google::protobuf::RepeatedPtrField<task::MagnitudeCounts>;
+
+void groups_to_proto(const GroupHistograms& groups, GroupCounts& out) {
+  for (const MagnitudeHistogram& group : groups) {
+    task::MagnitudeCounts& counts = *out.Add();
     for (int64_t count : group.buckets) counts.add_buckets(count);
     counts.set_zeros(group.zeros);
     counts.set_subnormals(group.subnormals);
@@ -61,19 +63,13 @@ void gradient_range_to_proto(const GradientRange& range, task::StepReport& out) 
   }
 }
 
-// False when `in` does not hold every group and bucket or names no dtype.
-bool gradient_range_from_proto(const task::GradientRangeReport& in, GradientRange& out) {
-  if (in.groups_size() != kGradientGroups) return false;
-  try {
-    out.dtype = parse_dtype(in.dtype());
-  } catch (const EngineError&) {
-    return false;
-  }
-  out.step = in.step();
+// False when `in` does not hold every group and bucket.
+bool groups_from_proto(const GroupCounts& in, GroupHistograms& out) {
+  if (in.size() != kGradientGroups) return false;
   for (int g = 0; g < kGradientGroups; ++g) {
-    const task::MagnitudeCounts& counts = in.groups(g);
+    const task::MagnitudeCounts& counts = in.Get(g);
     if (counts.buckets_size() != MagnitudeHistogram::kBuckets) return false;
-    MagnitudeHistogram& group = out.groups[static_cast<size_t>(g)];
+    MagnitudeHistogram& group = out[static_cast<size_t>(g)];
     for (int b = 0; b < MagnitudeHistogram::kBuckets; ++b)
       group.buckets[static_cast<size_t>(b)] = counts.buckets(b);
     group.zeros = counts.zeros();
@@ -82,6 +78,30 @@ bool gradient_range_from_proto(const task::GradientRangeReport& in, GradientRang
     group.amax = counts.amax();
   }
   return true;
+}
+
+void gradient_range_to_proto(const GradientRange& range, task::StepReport& out) {
+  task::GradientRangeReport& report = *out.mutable_gradient_range();
+  report.set_step(range.step);
+  report.set_dtype(dtype_name(range.dtype));
+  groups_to_proto(range.groups, *report.mutable_groups());
+  if (range.fp8_activations) {
+    groups_to_proto(*range.fp8_activations, *report.mutable_fp8_activations());
+  }
+}
+
+// False when `in` does not hold every group and bucket (of the gradients,
+// and of the fp8 activations when it has any) or names no dtype.
+bool gradient_range_from_proto(const task::GradientRangeReport& in, GradientRange& out) {
+  try {
+    out.dtype = parse_dtype(in.dtype());
+  } catch (const EngineError&) {
+    return false;
+  }
+  out.step = in.step();
+  if (!groups_from_proto(in.groups(), out.groups)) return false;
+  if (in.fp8_activations_size() == 0) return true;
+  return groups_from_proto(in.fp8_activations(), out.fp8_activations.emplace());
 }
 
 std::optional<StepReport> step_from_proto(const task::StepReport& in) {

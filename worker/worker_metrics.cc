@@ -133,6 +133,12 @@ WorkerMetrics::WorkerMetrics()
                          .Help("log2 |g| of this rank's stored gradients (loss scale included), "
                                "every precision.stats_every steps, by layer group; zeros apart")
                          .Register(*registry_)),
+      fp8_activation_log2_(
+          BuildHistogram()
+              .Name("mixtrain_fp8_activation_log2_magnitude")
+              .Help("log2 |x| of the fp8 (E4M3) values of this rank's quantized GEMM inputs "
+                    "in a step, every precision.stats_every steps, by layer group; zeros apart")
+              .Register(*registry_)),
       gradient_zero_ratio_(BuildGauge()
                                .Name("mixtrain_gradient_zero_ratio")
                                .Help("Fraction of the stored gradient elements that are zero")
@@ -299,25 +305,35 @@ void WorkerMetrics::on_step(const StepReport& step) {
   on_precision(task, p);
 }
 
+void WorkerMetrics::observe_groups(TaskSeries& task,
+                                   prometheus::Family<prometheus::Histogram>& family,
+                                   std::array<prometheus::Histogram*, kGradientGroups>& series,
+                                   const std::array<MagnitudeHistogram, kGradientGroups>& groups) {
+  for (int g = 0; g < kGradientGroups; ++g) {
+    const MagnitudeHistogram& counts = groups[static_cast<size_t>(g)];
+    prometheus::Histogram*& histogram = series[static_cast<size_t>(g)];
+    if (histogram == nullptr) {
+      histogram =
+          &add(task, family, {{"group", gradient_group_name(static_cast<GradientGroup>(g))}},
+               log2_buckets());
+    }
+    std::vector<double> increments(MagnitudeHistogram::kBuckets + 1, 0.0);  // + the +Inf bucket
+    double sum = 0.0;
+    for (int b = 0; b < MagnitudeHistogram::kBuckets; ++b) {
+      const auto count = static_cast<double>(counts.buckets[static_cast<size_t>(b)]);
+      increments[static_cast<size_t>(b)] = count;
+      sum += count * (MagnitudeHistogram::kMinLog2 + b);
+    }
+    histogram->ObserveMultiple(increments, sum);
+  }
+}
+
 void WorkerMetrics::on_precision(TaskSeries& task, const StepProgress& progress) {
   if (progress.gradient_range) {
     const GradientRange& range = *progress.gradient_range;
-    for (int g = 0; g < kGradientGroups; ++g) {
-      const MagnitudeHistogram& counts = range.groups[static_cast<size_t>(g)];
-      prometheus::Histogram*& histogram = task.gradient_log2[static_cast<size_t>(g)];
-      if (histogram == nullptr) {
-        histogram =
-            &add(task, gradient_log2_,
-                 {{"group", gradient_group_name(static_cast<GradientGroup>(g))}}, log2_buckets());
-      }
-      std::vector<double> increments(MagnitudeHistogram::kBuckets + 1, 0.0);  // + the +Inf bucket
-      double sum = 0.0;
-      for (int b = 0; b < MagnitudeHistogram::kBuckets; ++b) {
-        const auto count = static_cast<double>(counts.buckets[static_cast<size_t>(b)]);
-        increments[static_cast<size_t>(b)] = count;
-        sum += count * (MagnitudeHistogram::kMinLog2 + b);
-      }
-      histogram->ObserveMultiple(increments, sum);
+    observe_groups(task, gradient_log2_, task.gradient_log2, range.groups);
+    if (range.fp8_activations) {
+      observe_groups(task, fp8_activation_log2_, task.fp8_activation_log2, *range.fp8_activations);
     }
     set_gauge(task, task.gradient_zero_ratio, gradient_zero_ratio_, range.zero_ratio());
     set_gauge(task, task.gradient_subnormal_ratio, gradient_subnormal_ratio_,

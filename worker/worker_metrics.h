@@ -82,6 +82,7 @@ class WorkerMetrics {
     std::array<prometheus::Histogram*, kNumCommOps> collective_seconds{};
     // Precision telemetry: created with the first report that has it.
     std::array<prometheus::Histogram*, kGradientGroups> gradient_log2{};
+    std::array<prometheus::Histogram*, kGradientGroups> fp8_activation_log2{};
     prometheus::Gauge* gradient_zero_ratio = nullptr;
     prometheus::Gauge* gradient_subnormal_ratio = nullptr;
     prometheus::Gauge* gradient_headroom = nullptr;
@@ -109,6 +110,11 @@ class WorkerMetrics {
   void end_task_locked(const char* outcome) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The gradient-range and fp8 series of one step's report.
   void on_precision(TaskSeries& task, const StepProgress& progress);
+  // Observes each group's counts into `family`'s series of that group
+  // (created in `series` at the first report).
+  void observe_groups(TaskSeries& task, prometheus::Family<prometheus::Histogram>& family,
+                      std::array<prometheus::Histogram*, kGradientGroups>& series,
+                      const std::array<MagnitudeHistogram, kGradientGroups>& groups);
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Gauge>& train_loss_;
@@ -128,6 +134,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Histogram>& collective_seconds_;
   prometheus::Family<prometheus::Gauge>& mfu_;
   prometheus::Family<prometheus::Histogram>& gradient_log2_;
+  prometheus::Family<prometheus::Histogram>& fp8_activation_log2_;
   prometheus::Family<prometheus::Gauge>& gradient_zero_ratio_;
   prometheus::Family<prometheus::Gauge>& gradient_subnormal_ratio_;
   prometheus::Family<prometheus::Gauge>& gradient_headroom_;

@@ -230,9 +230,9 @@ class Backend {
                             const Tensor* param_out) = 0;
   // Sum of squares of every element of every tensor, accumulated in fp64.
   virtual double sum_squares(std::span<const Tensor> tensors) = 0;
-  // Counts the elements of every tensor (compute dtypes, each its own) into
-  // one histogram of magnitudes (numerics/magnitude_histogram.h), each
-  // tensor's subnormals judged by its own dtype; synchronizes.
+  // Counts the elements of every tensor (compute dtypes or fp8 codes, each
+  // its own) into one histogram of magnitudes (numerics/magnitude_histogram.h),
+  // each tensor's subnormals judged by its own dtype; synchronizes.
   virtual MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors) = 0;
   // Multiplies every tensor by inv_scale in place and reports the first
   // tensor holding an inf or NaN afterwards (all tensors are still scaled).

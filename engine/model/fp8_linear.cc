@@ -1,6 +1,7 @@
 // Why: the quantized GEMMs of fp8_linear.h.
 #include "engine/model/fp8_linear.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/backend/op_checks.h"
@@ -11,7 +12,13 @@ Fp8Linear::Fp8Linear(Backend& backend, Fp8Recipe& recipe)
     : backend_(backend),
       recipe_(recipe),
       input_scales_(static_cast<size_t>(recipe.gemms()), 1.0f),
-      weight_scales_(static_cast<size_t>(recipe.gemms()), 1.0f) {}
+      weight_scales_(static_cast<size_t>(recipe.gemms()), 1.0f),
+      activation_counts_(static_cast<size_t>(recipe.gemms())) {}
+
+void Fp8Linear::count_activations(bool on) {
+  counting_ = on;
+  if (on) std::fill(activation_counts_.begin(), activation_counts_.end(), MagnitudeHistogram{});
+}
 
 DType Fp8Linear::codes_dtype(Fp8TensorKind kind) const {
   return recipe_.format(kind) == Fp8Format::kE4M3 ? DType::kFP8E4M3 : DType::kFP8E5M2;
@@ -56,18 +63,19 @@ void Fp8Linear::forward(int64_t gemm, const Tensor& out, const Tensor& in, const
   options.trans_b = true;
   options.bias = bias;
   options.gelu_out = gelu_out;
-  if (block_scaled()) {
-    backend_.matmul_fp8(
-        out, blocked(gemm, Fp8TensorKind::kActivation, in, MxAxis::kAlongRows, true),
-        blocked(gemm, Fp8TensorKind::kWeight, weight, MxAxis::kAlongRows, true), options);
-    return;
-  }
   const auto g = static_cast<size_t>(gemm);
-  input_scales_[g] = scale_for(gemm, Fp8TensorKind::kActivation, in);
-  weight_scales_[g] = scale_for(gemm, Fp8TensorKind::kWeight, weight);
-  backend_.matmul_fp8(out, per_tensor(gemm, Fp8TensorKind::kActivation, in, input_scales_[g], true),
-                      per_tensor(gemm, Fp8TensorKind::kWeight, weight, weight_scales_[g], true),
-                      options);
+  Fp8Operand input, quantized_weight;
+  if (block_scaled()) {
+    input = blocked(gemm, Fp8TensorKind::kActivation, in, MxAxis::kAlongRows, true);
+    quantized_weight = blocked(gemm, Fp8TensorKind::kWeight, weight, MxAxis::kAlongRows, true);
+  } else {
+    input_scales_[g] = scale_for(gemm, Fp8TensorKind::kActivation, in);
+    weight_scales_[g] = scale_for(gemm, Fp8TensorKind::kWeight, weight);
+    input = per_tensor(gemm, Fp8TensorKind::kActivation, in, input_scales_[g], true);
+    quantized_weight = per_tensor(gemm, Fp8TensorKind::kWeight, weight, weight_scales_[g], true);
+  }
+  if (counting_) activation_counts_[g].add(backend_.magnitude_histogram({&input.codes, 1}));
+  backend_.matmul_fp8(out, input, quantized_weight, options);
 }
 
 void Fp8Linear::backward(int64_t gemm, const Tensor& din, const Tensor& dweight,

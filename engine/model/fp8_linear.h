@@ -11,7 +11,9 @@
 // Per-tensor recipes (delayed, current) quantize each operand once per
 // use with one scale; mxfp8 blocks each operand along the GEMM's reduction
 // dimension, so the backward re-blocks the weight, the input and the
-// output gradient along the other axis.
+// output gradient along the other axis. On the telemetry's steps each
+// forward's quantized input is also counted by its fp8 values (where they
+// lie in the format's range: the scale's work made visible).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,13 @@ class Fp8Linear {
 
   Fp8Recipe& recipe() { return recipe_; }
 
+  // While on, each forward counts its quantized input's codes into
+  // activation_counts()[gemm]; turning it on clears the counts.
+  void count_activations(bool on);
+  // One histogram per GEMM (recipe().gemms()): the fp8 values of the
+  // inputs quantized since counting was turned on.
+  const std::vector<MagnitudeHistogram>& activation_counts() const { return activation_counts_; }
+
  private:
   // The per-tensor scale to quantize `src` of (gemm, kind) with: the
   // recipe's (delayed) or from src's own amax (current).
@@ -56,6 +65,8 @@ class Fp8Linear {
   // The scales each GEMM's forward used for its input and weight.
   std::vector<float> input_scales_;
   std::vector<float> weight_scales_;
+  bool counting_ = false;
+  std::vector<MagnitudeHistogram> activation_counts_;
 };
 
 }  // namespace mixtrain

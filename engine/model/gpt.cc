@@ -66,6 +66,16 @@ void Gpt::set_fp8(Fp8Linear* fp8, bool quantize_head) {
   fp8_head_ = fp8 != nullptr && quantize_head;
 }
 
+const ParameterInfo& Gpt::fp8_gemm_weight(int64_t gemm) const {
+  static constexpr BlockParameter kBlockGemms[] = {
+      BlockParameter::kAttnQkvWeight, BlockParameter::kAttnProjWeight, BlockParameter::kMlpFcWeight,
+      BlockParameter::kMlpProjWeight};
+  MIXTRAIN_CHECK_ARG(gemm >= 0 && gemm <= 4 * config_.layers,
+                     "Gpt::fp8_gemm_weight: no fp8 GEMM " + std::to_string(gemm));
+  if (gemm == 4 * config_.layers) return layout_.output_head();
+  return layout_.block(gemm / 4, kBlockGemms[gemm % 4]);
+}
+
 void Gpt::check_params(const char* op, const Tensor& params) const {
   MIXTRAIN_CHECK_ARG(params.defined(), std::string(op) + ": params is undefined");
   check_dtype(op, "params", params, compute_dtype_);

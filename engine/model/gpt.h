@@ -44,6 +44,8 @@ class Gpt {
   // are 4l..4l+3, the head 4 * layers); null: every GEMM in the compute
   // dtype. `fp8` must outlive the model's passes.
   void set_fp8(Fp8Linear* fp8, bool quantize_head);
+  // The weight fp8 GEMM `gemm` multiplies by (numbered as above).
+  const ParameterInfo& fp8_gemm_weight(int64_t gemm) const;
 
   const GptConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }

@@ -20,22 +20,40 @@ constexpr uint32_t smallest_normal_bits() {
   return std::is_same_v<T, Half> ? 0x38800000u : 0x00800000u;  // 2^-14, 2^-126
 }
 
-template <class T>
-void count_range(const T* x, size_t n, MagnitudeHistogram& h) {
+// Counts value(i) for i in [begin, end), subnormal below `smallest_normal`
+// (fp32 bits).
+template <class Value>
+void count_range(const Value& value, size_t begin, size_t end, uint32_t smallest_normal,
+                 MagnitudeHistogram& h) {
   uint32_t amax_bits = std::bit_cast<uint32_t>(h.amax);
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t magnitude = std::bit_cast<uint32_t>(to_float(x[i])) & 0x7fffffffu;
+  for (size_t i = begin; i < end; ++i) {
+    const uint32_t magnitude = std::bit_cast<uint32_t>(value(i)) & 0x7fffffffu;
     if (magnitude == 0) {
       ++h.zeros;
     } else if (magnitude >= 0x7f800000u) {
       ++h.nonfinite;
     } else {
       ++h.buckets[static_cast<size_t>(magnitude_bucket(std::bit_cast<float>(magnitude)))];
-      h.subnormals += magnitude < smallest_normal_bits<T>();
+      h.subnormals += magnitude < smallest_normal;
       amax_bits = std::max(amax_bits, magnitude);
     }
   }
   h.amax = std::bit_cast<float>(amax_bits);
+}
+
+// Counts value(i) for i in [0, n) into `histogram`, in parallel chunks for
+// large n.
+template <class Value>
+void count_all(const Value& value, size_t n, uint32_t smallest_normal,
+               MagnitudeHistogram& histogram) {
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<MagnitudeHistogram> parts(chunks);
+#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t begin = c * kChunk;
+    count_range(value, begin, std::min(n, begin + kChunk), smallest_normal, parts[c]);
+  }
+  for (const MagnitudeHistogram& part : parts) histogram.add(part);
 }
 
 }  // namespace
@@ -66,14 +84,15 @@ int magnitude_bucket(float magnitude) {
 
 template <class T>
 void add_to_histogram(const T* x, size_t n, MagnitudeHistogram& histogram) {
-  const size_t chunks = (n + kChunk - 1) / kChunk;
-  std::vector<MagnitudeHistogram> parts(chunks);
-#pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
-  for (size_t c = 0; c < chunks; ++c) {
-    const size_t begin = c * kChunk;
-    count_range(x + begin, std::min(kChunk, n - begin), parts[c]);
-  }
-  for (const MagnitudeHistogram& part : parts) histogram.add(part);
+  count_all([x](size_t i) { return to_float(x[i]); }, n, smallest_normal_bits<T>(), histogram);
+}
+
+void add_fp8_to_histogram(const uint8_t* codes, size_t n, Fp8Format format,
+                          MagnitudeHistogram& histogram) {
+  const uint32_t smallest_normal = format == Fp8Format::kE4M3 ? fp8_detail::kE4M3.min_normal_bits
+                                                              : fp8_detail::kE5M2.min_normal_bits;
+  count_all([codes, format](size_t i) { return fp8_to_float(codes[i], format); }, n,
+            smallest_normal, histogram);
 }
 
 template void add_to_histogram(const float*, size_t, MagnitudeHistogram&);

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "engine/numerics/float16.h"
+#include "engine/numerics/fp8.h"
 
 namespace mixtrain {
 
@@ -45,5 +46,10 @@ int magnitude_bucket(float magnitude);
 // otherwise). Multi-threaded (OpenMP) for large n.
 template <class T>
 void add_to_histogram(const T* x, size_t n, MagnitudeHistogram& histogram);
+
+// Counts n fp8 codes of `format` by their values, subnormals judged by the
+// format's smallest normal (2^-6 for E4M3, 2^-14 for E5M2).
+void add_fp8_to_histogram(const uint8_t* codes, size_t n, Fp8Format format,
+                          MagnitudeHistogram& histogram);
 
 }  // namespace mixtrain

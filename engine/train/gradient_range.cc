@@ -25,6 +25,50 @@ double max_finite(DType dtype) {
   }
 }
 
+// The sum of a set of group histograms.
+MagnitudeHistogram sum_of(const std::array<MagnitudeHistogram, kGradientGroups>& groups) {
+  MagnitudeHistogram sum;
+  for (const MagnitudeHistogram& group : groups) sum.add(group);
+  return sum;
+}
+
+// {"dtype", "min_log2", "buckets", "zeros", "subnormals", "nonfinite", "amax"}.
+Json histogram_json(const MagnitudeHistogram& histogram, DType dtype) {
+  Json out = Json::object();
+  out["dtype"] = dtype_name(dtype);
+  out["min_log2"] = MagnitudeHistogram::kMinLog2;
+  out["buckets"] = histogram.buckets;
+  out["zeros"] = histogram.zeros;
+  out["subnormals"] = histogram.subnormals;
+  out["nonfinite"] = histogram.nonfinite;
+  out["amax"] = histogram.amax;
+  return out;
+}
+
+// The inverse of histogram_json; `dtype` gets its dtype.
+MagnitudeHistogram histogram_from_json(const Json& json, const std::string& context, DType& dtype) {
+  const JsonFields fields(json, context);
+  dtype = parse_dtype(fields.string("dtype"));
+  MIXTRAIN_CHECK_ARG(
+      fields.integer("min_log2") == MagnitudeHistogram::kMinLog2,
+      context + ": \"min_log2\" must be " + std::to_string(MagnitudeHistogram::kMinLog2));
+  const Json& buckets = fields.array("buckets");
+  MIXTRAIN_CHECK_ARG(buckets.size() == MagnitudeHistogram::kBuckets,
+                     context + ": \"buckets\" must list " +
+                         std::to_string(MagnitudeHistogram::kBuckets) + " counts");
+  MagnitudeHistogram out;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    MIXTRAIN_CHECK_ARG(buckets[i].is_number_integer(),
+                       context + ": \"buckets\" must hold integers");
+    out.buckets[i] = buckets[i].get<int64_t>();
+  }
+  out.zeros = fields.integer("zeros");
+  out.subnormals = fields.integer("subnormals");
+  out.nonfinite = fields.integer("nonfinite");
+  out.amax = static_cast<float>(fields.number("amax"));
+  return out;
+}
+
 }  // namespace
 
 const char* gradient_group_name(GradientGroup group) {
@@ -49,11 +93,7 @@ GradientGroup gradient_group(const ParameterInfo& parameter) {
   return GradientGroup::kEmbeddings;
 }
 
-MagnitudeHistogram GradientRange::total() const {
-  MagnitudeHistogram sum;
-  for (const MagnitudeHistogram& group : groups) sum.add(group);
-  return sum;
-}
+MagnitudeHistogram GradientRange::total() const { return sum_of(groups); }
 
 double GradientRange::zero_ratio() const {
   const MagnitudeHistogram all = total();
@@ -72,16 +112,13 @@ double GradientRange::headroom_log2() const {
 }
 
 Json GradientRange::to_json() const {
-  const MagnitudeHistogram all = total();
   Json out = Json::object();
   out["step"] = step;
-  out["dtype"] = dtype_name(dtype);
-  out["min_log2"] = MagnitudeHistogram::kMinLog2;
-  out["buckets"] = all.buckets;
-  out["zeros"] = all.zeros;
-  out["subnormals"] = all.subnormals;
-  out["nonfinite"] = all.nonfinite;
-  out["amax"] = all.amax;
+  const Json histogram = histogram_json(total(), dtype);
+  for (const auto& [key, value] : histogram.items()) out[key] = value;
+  if (fp8_activations) {
+    out["fp8_activations"] = histogram_json(sum_of(*fp8_activations), DType::kFP8E4M3);
+  }
   return out;
 }
 
@@ -89,24 +126,15 @@ GradientRange GradientRange::from_json(const Json& json) {
   const JsonFields fields(json, kContext);
   GradientRange out;
   out.step = fields.integer("step");
-  out.dtype = parse_dtype(fields.string("dtype"));
-  MIXTRAIN_CHECK_ARG(fields.integer("min_log2") == MagnitudeHistogram::kMinLog2,
-                     std::string(kContext) + ": \"min_log2\" must be " +
-                         std::to_string(MagnitudeHistogram::kMinLog2));
-  const Json& buckets = fields.array("buckets");
-  MIXTRAIN_CHECK_ARG(buckets.size() == MagnitudeHistogram::kBuckets,
-                     std::string(kContext) + ": \"buckets\" must list " +
-                         std::to_string(MagnitudeHistogram::kBuckets) + " counts");
-  MagnitudeHistogram& all = out.groups[0];
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    MIXTRAIN_CHECK_ARG(buckets[i].is_number_integer(),
-                       std::string(kContext) + ": \"buckets\" must hold integers");
-    all.buckets[i] = buckets[i].get<int64_t>();
+  out.groups[0] = histogram_from_json(json, kContext, out.dtype);
+  if (json.contains("fp8_activations")) {
+    DType dtype = DType::kF32;
+    out.fp8_activations.emplace();
+    (*out.fp8_activations)[0] = histogram_from_json(
+        json["fp8_activations"], std::string(kContext) + ": fp8_activations", dtype);
+    MIXTRAIN_CHECK_ARG(dtype == DType::kFP8E4M3,
+                       std::string(kContext) + ": fp8_activations must be fp8_e4m3");
   }
-  all.zeros = fields.integer("zeros");
-  all.subnormals = fields.integer("subnormals");
-  all.nonfinite = fields.integer("nonfinite");
-  all.amax = static_cast<float>(fields.number("amax"));
   return out;
 }
 

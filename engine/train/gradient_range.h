@@ -5,11 +5,14 @@
 // (little headroom) are seen live. The values are the gradients as stored,
 // loss scale included, after the ranks' reduction: what the optimizer
 // will read. Each rank measures the gradients it owns (its partition at
-// ZeRO stages 1-3), so the ranks' histograms add up to the model's.
+// ZeRO stages 1-3), so the ranks' histograms add up to the model's. With
+// compute fp8 it also holds the step's quantized GEMM inputs (activations)
+// by their fp8 values: how well the scales place them in E4M3's range.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -34,6 +37,10 @@ struct GradientRange {
   int64_t step = 0;           // the step it was measured after
   DType dtype = DType::kF32;  // the gradients' storage dtype
   std::array<MagnitudeHistogram, kGradientGroups> groups;
+  // Compute fp8 only: the fp8 (E4M3, the forward format) values of the
+  // inputs the step's forward passes quantized, every micro-batch, by the
+  // group of the weight each GEMM multiplies them with.
+  std::optional<std::array<MagnitudeHistogram, kGradientGroups>> fp8_activations;
 
   // Every group's counts together.
   MagnitudeHistogram total() const;
@@ -46,9 +53,11 @@ struct GradientRange {
   double headroom_log2() const;
 
   // {"step", "dtype", "min_log2", "buckets" (of total(), kMinLog2 up),
-  //  "zeros", "subnormals", "nonfinite", "amax"}: what the summary keeps.
+  //  "zeros", "subnormals", "nonfinite", "amax"}: what the summary keeps;
+  // with fp8 also "fp8_activations": {"dtype": "fp8_e4m3", "min_log2",
+  //  "buckets", ...} of their groups together.
   Json to_json() const;
-  // The inverse (groups come back as one: total() in kEmbeddings); throws
+  // The inverse (groups come back as one: the sum in kEmbeddings); throws
   // EngineError(kInvalidArgument) naming what is missing or wrong.
   static GradientRange from_json(const Json& json);
 

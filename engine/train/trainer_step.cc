@@ -23,8 +23,11 @@ StepProgress Trainer::train_step() {
   const float dloss =
       scale / static_cast<float>(batches.size()) / static_cast<float>(zero_.world_size());
 
+  const int64_t stats_every = spec_.precision.stats_every;
+  const bool stats_step = stats_every > 0 && step_number % stats_every == 0;
   zero_.begin_step();
   if (fp8_recipe_) fp8_recipe_->begin_step();
+  if (fp8_linear_) fp8_linear_->count_activations(stats_step);
   double loss_sum = 0.0;
   for (size_t i = 0; i < batches.size(); ++i) {
     GptWeights& weights = zero_.train_weights(/*reduce=*/i + 1 == batches.size());
@@ -33,13 +36,22 @@ StepProgress Trainer::train_step() {
   }
   zero_.finish_gradients();
   std::optional<GradientRange> gradient_range;
-  const int64_t stats_every = spec_.precision.stats_every;
-  if (stats_every > 0 && step_number % stats_every == 0) {
+  if (stats_step) {
     std::vector<size_t> parameters;
     for (const PartitionSegment& segment : zero_.optimizer_partition().segments())
       parameters.push_back(segment.parameter);
     gradient_range = measure_gradient_range(backend_, gpt_.layout(), zero_.owned_gradient_views(),
                                             parameters, step_number);
+    if (fp8_linear_) {
+      fp8_linear_->count_activations(false);
+      auto& groups = gradient_range->fp8_activations.emplace();
+      const std::vector<MagnitudeHistogram>& counts = fp8_linear_->activation_counts();
+      for (size_t gemm = 0; gemm < counts.size(); ++gemm) {
+        const GradientGroup group =
+            gradient_group(gpt_.fp8_gemm_weight(static_cast<int64_t>(gemm)));
+        groups[static_cast<size_t>(group)].add(counts[gemm]);
+      }
+    }
     last_gradient_range_ = gradient_range;
   }
   if (fp8_recipe_) {

@@ -49,6 +49,7 @@ int main() {
   range.groups[1].buckets[30] = 100;
   range.groups[1].zeros = 5;
   range.groups[1].amax = 1e-3f;
+  range.fp8_activations.emplace()[2].buckets[45] = 7;
   stats.progress.fp8.emplace();
   (*stats.progress.fp8)[0] = {3.5f, 128.0f, 2};
   worker.on_step(stats);

@@ -171,7 +171,12 @@ NonFiniteCheck CpuBackend::unscale_and_check(std::span<const Tensor> tensors, fl
 MagnitudeHistogram CpuBackend::magnitude_histogram(std::span<const Tensor> tensors) {
   MagnitudeHistogram histogram;
   for (const Tensor& t : tensors) {
-    check_float("magnitude_histogram", "tensor", t);
+    op_checks::check_float_format("magnitude_histogram", "tensor", t);
+    if (is_fp8(t.dtype())) {
+      add_fp8_to_histogram(static_cast<const uint8_t*>(t.data()), static_cast<size_t>(t.numel()),
+                           fp8_format(t.dtype()), histogram);
+      continue;
+    }
     dispatch_float(t.dtype(), "magnitude_histogram", [&](auto tag) {
       using T = decltype(tag);
       add_to_histogram(t.data_as<T>(), static_cast<size_t>(t.numel()), histogram);

@@ -35,6 +35,16 @@ struct Fp8E5M2 {
   __nv_fp8_storage_t bits;
 };
 
+// Calls f(T{}) with T = Fp8E4M3 or Fp8E5M2 for an fp8 dtype.
+template <class F>
+void dispatch_fp8(DType dtype, F&& f) {
+  if (dtype == DType::kFP8E4M3) {
+    f(Fp8E4M3{});
+  } else {
+    f(Fp8E5M2{});
+  }
+}
+
 // ---- element -> fp32 (exact for every type) -------------------------------
 __device__ inline float to_f32(float x) { return x; }
 __device__ inline float to_f32(__half x) {

@@ -32,16 +32,6 @@ __device__ inline unsigned int magnitude_bits_without_nan(float x) {
   return magnitude <= 0x7f800000u ? magnitude : 0u;
 }
 
-// Calls f(T{}) with T = gpu::Fp8E4M3 or gpu::Fp8E5M2 for an fp8 dtype.
-template <class F>
-void dispatch_fp8(DType dtype, F&& f) {
-  if (dtype == DType::kFP8E4M3) {
-    f(gpu::Fp8E4M3{});
-  } else {
-    f(gpu::Fp8E5M2{});
-  }
-}
-
 template <class Ref>
 __global__ void amax_kernel(Ref src, int64_t n, DeviceStats* stats) {
   unsigned int result = 0;
@@ -204,7 +194,7 @@ Fp8QuantizeStats CudaBackend::quantize_fp8(const Tensor& codes, const Tensor& sr
   if (src.numel() == 0) return {};
   const float max_value = fp8_max(fp8_format(codes.dtype()));
   const DeviceStats stats = with_device_stats(*this, stream, [&](DeviceStats* device) {
-    dispatch_fp8(codes.dtype(), [&](auto fp8_tag) {
+    gpu::dispatch_fp8(codes.dtype(), [&](auto fp8_tag) {
       using Fp8 = decltype(fp8_tag);
       gpu::dispatch_compute({&src}, kOp, [&](auto policy) {
         using P = decltype(policy);
@@ -229,7 +219,7 @@ int64_t CudaBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales
   const BlockGeometry g = geometry(codes.dim(0), codes.dim(1), axis);
   const Fp8Format format = fp8_format(codes.dtype());
   const DeviceStats stats = with_device_stats(*this, stream, [&](DeviceStats* device) {
-    dispatch_fp8(codes.dtype(), [&](auto fp8_tag) {
+    gpu::dispatch_fp8(codes.dtype(), [&](auto fp8_tag) {
       using Fp8 = decltype(fp8_tag);
       gpu::dispatch_compute({&src}, kOp, [&](auto policy) {
         using P = decltype(policy);
@@ -252,7 +242,7 @@ void CudaBackend::dequantize_fp8(const Tensor& dst, const Fp8Operand& src) {
   const cudaStream_t stream = begin_op();
   const int64_t n = dst.numel();
   if (n == 0) return;
-  dispatch_fp8(src.codes.dtype(), [&](auto fp8_tag) {
+  gpu::dispatch_fp8(src.codes.dtype(), [&](auto fp8_tag) {
     using Fp8 = decltype(fp8_tag);
     gpu::dispatch_compute({&dst}, kOp, [&](auto policy) {
       using P = decltype(policy);

@@ -17,6 +17,7 @@
 #include "engine/backend/cuda/cuda_error.h"
 #include "engine/backend/cuda/cuda_kernel_utils.cuh"
 #include "engine/backend/cuda/cuda_op_checks.h"
+#include "engine/backend/op_checks.h"
 
 namespace mixtrain {
 namespace {
@@ -214,14 +215,26 @@ MagnitudeHistogram CudaBackend::magnitude_histogram(std::span<const Tensor> tens
   auto* device = static_cast<DeviceHistogram*>(buffer.data());
   MIXTRAIN_CUDA_CHECK(cudaMemsetAsync(device, 0, sizeof(DeviceHistogram), stream));
   for (const Tensor& t : tensors) {
-    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
-                       "magnitude_histogram: " + t.describe() + " is not fp32, fp16 or bf16");
+    op_checks::check_float_format("magnitude_histogram", "tensor", t);
     if (t.numel() == 0) continue;
+    const unsigned blocks = gpu::grid_blocks(t.numel());
+    if (is_fp8(t.dtype())) {
+      // fp32 bits of the format's smallest normal: 2^-6 (E4M3), 2^-14 (E5M2).
+      const unsigned int smallest_normal = t.dtype() == DType::kFP8E4M3 ? 0x3c800000u : 0x38800000u;
+      gpu::dispatch_fp8(t.dtype(), [&](auto fp8_tag) {
+        using Fp8 = decltype(fp8_tag);
+        magnitude_histogram_kernel<<<blocks, gpu::kBlockThreads, 0, stream>>>(
+            gpu::Typed<const Fp8>{static_cast<const Fp8*>(t.data())}, t.numel(), smallest_normal,
+            device);
+        MIXTRAIN_CUDA_CHECK_LAUNCH("magnitude_histogram_kernel");
+      });
+      continue;
+    }
     // fp32 bits of the tensor's smallest normal: 2^-14 for fp16, else 2^-126.
     const unsigned int smallest_normal = t.dtype() == DType::kF16 ? 0x38800000u : 0x00800000u;
     gpu::dispatch_compute({&t}, "magnitude_histogram", [&](auto policy) {
       using P = decltype(policy);
-      magnitude_histogram_kernel<<<gpu::grid_blocks(t.numel()), gpu::kBlockThreads, 0, stream>>>(
+      magnitude_histogram_kernel<<<blocks, gpu::kBlockThreads, 0, stream>>>(
           P::ref(t), t.numel(), smallest_normal, device);
       MIXTRAIN_CUDA_CHECK_LAUNCH("magnitude_histogram_kernel");
     });

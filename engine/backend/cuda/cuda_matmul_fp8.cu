@@ -8,7 +8,10 @@
 // Transformer Engine keeps "columnwise" copies. MX-blocked operands (block
 // scaling is sm_100's VEC32_UE8M0 kernels, with a tiled scale layout of
 // their own) and anything cuBLASLt refuses take Backend's shared path:
-// dequantize to bf16, then the bf16 GEMM.
+// dequantize to bf16, then the bf16 GEMM. No AMAX_D_POINTER: cuBLASLt
+// computes D's amax only for fp8 outputs (it refuses it for fp8 inputs
+// with a bf16 D, as PyTorch's scaled_mm found), these GEMMs write bf16, and
+// the amaxes the recipes need are of the inputs, which quantize_fp8 takes.
 #include <cuda_runtime.h>
 
 #include "engine/backend/cuda/cuda_backend_impl.h"

@@ -928,6 +928,15 @@ TEST_P(BackendParityTest, MagnitudeHistogramCountsExactly) {
     values[12] = std::numeric_limits<double>::quiet_NaN();
     twins.push_back(make({50000}, dtype, values));
   }
+  // fp8 codes, counted by their values (E4M3 subnormals below 2^-6, E5M2's
+  // below 2^-14).
+  for (DType fp8 : {DType::kFP8E4M3, DType::kFP8E5M2}) {
+    const Twin codes{backend_->empty({50000}, fp8, MemoryCategory::kWorkspace),
+                     reference_->empty({50000}, fp8, MemoryCategory::kWorkspace)};
+    backend_->quantize_fp8(codes.test, twins[0].test, 100.0f);
+    reference_->quantize_fp8(codes.ref, twins[0].ref, 100.0f);
+    twins.push_back(codes);
+  }
   std::vector<Tensor> test, ref;
   for (const Twin& t : twins) {
     test.push_back(t.test);
@@ -940,9 +949,13 @@ TEST_P(BackendParityTest, MagnitudeHistogramCountsExactly) {
   EXPECT_EQ(got.subnormals, want.subnormals);
   EXPECT_EQ(got.nonfinite, want.nonfinite);
   EXPECT_EQ(got.amax, want.amax);
-  EXPECT_EQ(want.total(), 150000);
+  EXPECT_EQ(want.total(), 250000);
   EXPECT_GT(want.subnormals, 0);
   EXPECT_EQ(backend_->magnitude_histogram({}).total(), 0);
+  const MagnitudeHistogram e4m3 = reference_->magnitude_histogram({&twins[3].ref, 1});
+  EXPECT_EQ(backend_->magnitude_histogram({&twins[3].test, 1}), e4m3);
+  EXPECT_EQ(e4m3.total(), 50000);
+  EXPECT_GT(e4m3.subnormals, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendParityTest, ::testing::ValuesIn(parity_backends()),

@@ -165,6 +165,41 @@ TEST(JobViewTest, SummaryTableChartsTheGradientRange) {
   EXPECT_EQ(malformed.str().find("gradient range"), std::string::npos);
 }
 
+// Compute fp8: the quantized GEMM inputs get their own chart against
+// E4M3's range, below the gradients'.
+TEST(JobViewTest, SummaryTableChartsTheFp8ActivationsAgainstE4m3) {
+  nlohmann::ordered_json summary = parse_summary(sample_job().summary_json());
+  std::vector<int64_t> gradients(61, 0), activations(61, 0);
+  gradients[static_cast<size_t>(-10 + 40)] = 5;
+  activations[static_cast<size_t>(9 + 40)] = 3;   // (256, 512]: E4M3's max 448
+  activations[static_cast<size_t>(-6 + 40)] = 1;  // (2^-7, 2^-6]: its smallest normal
+  const nlohmann::ordered_json histogram_keys = {
+      {"min_log2", -40}, {"zeros", 0}, {"subnormals", 0}, {"nonfinite", 0}, {"amax", 448}};
+  nlohmann::ordered_json range = {{"step", 50}, {"dtype", "bf16"}, {"buckets", gradients}};
+  range.update(histogram_keys);
+  nlohmann::ordered_json fp8 = {{"dtype", "fp8_e4m3"}, {"buckets", activations}};
+  fp8.update(histogram_keys);
+  range["fp8_activations"] = fp8;
+  summary["ranks"] = nlohmann::ordered_json::array({{{"rank", 0}, {"gradient_range", range}}});
+  std::ostringstream out;
+  print_summary_table(summary, out);
+  const std::string text = out.str();
+  const size_t gradients_at = text.find("gradient range at step 50 (bf16 gradients");
+  const size_t fp8_at = text.find(
+      "fp8 activation range at step 50 (fp8_e4m3 quantized GEMM inputs, 4 elements over all "
+      "ranks)");
+  ASSERT_NE(gradients_at, std::string::npos) << text;
+  ASSERT_NE(fp8_at, std::string::npos) << text;
+  EXPECT_LT(gradients_at, fp8_at);
+  EXPECT_NE(text.find("  <= 2^9     75.00% " + std::string(40, '#') + "  <- fp8_e4m3 max"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("  <= 2^-6    25.00% " + std::string(13, '#') + "  <- fp8_e4m3 smallest normal"),
+      std::string::npos)
+      << text;
+}
+
 TEST(JobViewTest, AgeOfNothingIsADash) { EXPECT_EQ(format_age(0), "-"); }
 
 TEST(TextTableTest, ColumnsLineUpWithoutTrailingSpaces) {

@@ -141,6 +141,38 @@ TEST(TrainSummaryTest, StatsStepsReportTheGradientRangeAndTheSummaryKeepsTheLast
   EXPECT_FALSE(off.run().ranks[0].gradient_range.has_value());
 }
 
+// With compute fp8 a stats step also counts the quantized GEMM inputs of
+// every micro-batch by their E4M3 values: one element per input element of
+// each of the blocks' four GEMMs, by the group of its weight; they reach
+// the summary JSON and come back.
+TEST(TrainSummaryTest, Fp8StatsStepsCountTheQuantizedActivations) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  config::JobSpec spec = tiny_spec(DType::kFP8E4M3, 2, fresh_dir("fp8_stats"));
+  spec.precision.stats_every = 2;
+  spec.train.grad_accum = 2;
+  std::optional<GradientRange> measured;
+  TrainerOptions options;
+  options.progress.on_step = [&](const StepProgress& step) {
+    if (step.gradient_range) measured = step.gradient_range;
+  };
+  Trainer trainer(*backend, spec, options);
+  const TrainSummary summary = trainer.run();
+  ASSERT_TRUE(measured && measured->fp8_activations);
+  const int64_t rows = spec.train.micro_batch * spec.model.seq_len * spec.train.grad_accum;
+  const int64_t c = spec.model.dim, layers = spec.model.layers;
+  const auto& groups = *measured->fp8_activations;
+  // qkv and attention projection take (rows, C); MLP up (rows, C), down (rows, 4C).
+  EXPECT_EQ(groups[static_cast<size_t>(GradientGroup::kAttention)].total(), layers * rows * 2 * c);
+  EXPECT_EQ(groups[static_cast<size_t>(GradientGroup::kMlp)].total(), layers * rows * 5 * c);
+  EXPECT_EQ(groups[static_cast<size_t>(GradientGroup::kEmbeddings)].total(), 0);  // head in bf16
+  for (const MagnitudeHistogram& group : groups) EXPECT_LE(group.amax, 448.0f);
+  const Json json = summary.to_json();
+  EXPECT_EQ(json["ranks"][0]["gradient_range"]["fp8_activations"]["dtype"], "fp8_e4m3");
+  const TrainSummary read = TrainSummary::from_json(parse_json(dump_json(json)));
+  ASSERT_TRUE(read.ranks[0].gradient_range->fp8_activations.has_value());
+  EXPECT_EQ((*read.ranks[0].gradient_range->fp8_activations)[0].total(), (layers * rows * 7 * c));
+}
+
 TEST(TrainSummaryTest, FromJsonNamesWhatIsMissingOrMistyped) {
   TrainSummary summary;
   summary.ranks.push_back(RankSummary{});

@@ -169,6 +169,9 @@ TEST(WorkerMetricsTest, PrecisionTelemetrySeries) {
   mlp.zeros = 2;
   mlp.subnormals = 1;
   mlp.amax = 0.125f;
+  range.fp8_activations.emplace();
+  (*range.fp8_activations)[static_cast<size_t>(GradientGroup::kAttention)]
+      .buckets[static_cast<size_t>(8 - MagnitudeHistogram::kMinLog2)] = 5;  // (128, 256]
   report.progress.fp8.emplace();
   (*report.progress.fp8)[1] = Fp8KindStats{0.5f, 896.0f, 3};
   metrics.on_step(report);
@@ -185,6 +188,10 @@ TEST(WorkerMetricsTest, PrecisionTelemetrySeries) {
   EXPECT_TRUE(has(text, bucket("mlp", "-10", "6"))) << text;
   EXPECT_TRUE(has(text, bucket("mlp", "-3", "8"))) << text;
   EXPECT_TRUE(has(text, bucket("attention", "20", "0"))) << text;
+  EXPECT_TRUE(has(text,
+                  "mixtrain_fp8_activation_log2_magnitude_bucket{group=\"attention\","
+                  "job_id=\"job-7\",rank=\"1\",le=\"8\"} 5"))
+      << text;
   EXPECT_TRUE(has(text, sample("mixtrain_gradient_zero_ratio", {}, "0.2"))) << text;
   EXPECT_TRUE(has(text, sample("mixtrain_gradient_subnormal_ratio", {}, "0.1"))) << text;
   EXPECT_TRUE(has(text, sample("mixtrain_gradient_headroom_log2", {}, "18.9"))) << text;

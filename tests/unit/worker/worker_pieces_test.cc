@@ -65,6 +65,8 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   step.progress.gradient_range->groups[2].buckets[7] = 11;
   step.progress.gradient_range->groups[3].subnormals = 5;
   step.progress.gradient_range->groups[1].amax = 0.75f;
+  step.progress.gradient_range->fp8_activations.emplace();
+  (*step.progress.gradient_range->fp8_activations)[1].buckets[38] = 9;
   step.progress.fp8.emplace();
   (*step.progress.fp8)[2] = Fp8KindStats{1e-3f, 2048.0f, 17};
   const std::optional<ChildMessage> decoded = decode_child_message(frame_of(encode_step(step)));
