@@ -143,8 +143,9 @@ TEST(MxQuantize, RandomMatricesBothAxesMatchTheSpec) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> exponent(-140, 120);
   for (const FormatCase& f : kFormats) {
-    // 45 columns and 70 rows leave short last blocks on both axes.
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{64, 96}, {70, 45}}) {
+    // 45 columns and 70 rows leave short last blocks on both axes; 300 x
+    // 257 too, past the size (2^16) that splits the work across threads.
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{64, 96}, {70, 45}, {300, 257}}) {
       std::vector<float> v(static_cast<size_t>(rows * cols));
       for (size_t k = 0; k < v.size(); ++k) {
         // Each element's magnitude from a wide range of binades, so blocks
