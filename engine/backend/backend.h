@@ -160,9 +160,21 @@ class Backend {
   // Largest |x| of a compute tensor (NaN ignored, inf counts); synchronizes.
   virtual float amax(const Tensor& src) = 0;
   // codes (fp8 dtype, src's numel) = src (compute dtype) * scale rounded to
-  // fp32 once and cast saturating (numerics/fp8_scaling.h). Returns src's
-  // amax and the count of saturated elements; synchronizes.
-  virtual Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale) = 0;
+  // fp32 once and cast saturating (numerics/fp8_scaling.h), folding src's
+  // amax (a max) and the count of saturated elements (a sum) into slot
+  // `slot` of `stats` (fp8_stats_tensor's layout, zeroed by set_zero)
+  // without waiting for the device: a training step gathers every
+  // quantization's figures and reads them once (read_fp8_stats).
+  virtual void quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
+                                 const Tensor& stats, int64_t slot) = 0;
+  // quantize_fp8_into one fresh slot, read back: src's amax and the count
+  // of saturated elements; synchronizes.
+  Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale);
+  // A zeroed tensor of `slots` quantization statistics slots (kI32, four
+  // words a slot: amax's fp32 bits, a pad word, a 64-bit count), workspace.
+  Tensor fp8_stats_tensor(int64_t slots);
+  // The slots of `stats` (synchronizes).
+  std::vector<Fp8QuantizeStats> read_fp8_stats(const Tensor& stats);
   // MXFP8 (numerics/mx_scaling.h): src (rows, cols) compute dtype into codes
   // (fp8 dtype, same shape) and block_scales (e8m0, mx_scale_count) with
   // blocks along `axis`. Returns the count of clamped elements; synchronizes.

@@ -47,6 +47,13 @@ void check_block_scales(const char* op, const Tensor& codes, const Tensor& block
   check_numel(op, "block_scales", block_scales, mx_scale_count(codes.dim(0), codes.dim(1), axis));
 }
 
+void check_stats_slot(const char* op, const Tensor& stats, int64_t slot) {
+  check_dtype(op, "stats", stats, DType::kI32);
+  if (stats.numel() % 4 != 0 || slot < 0 || slot >= stats.numel() / 4) {
+    fail(op, "stats", stats, "holds no statistics slot " + std::to_string(slot));
+  }
+}
+
 void check_fp8_operand(const char* op, const char* name, const Fp8Operand& operand) {
   check_fp8(op, name, operand.codes);
   check_ndim(op, name, operand.codes, 2);

@@ -32,6 +32,10 @@ void check_fp8(const char* op, const char* name, const Tensor& t);
 void check_block_scales(const char* op, const Tensor& codes, const Tensor& block_scales,
                         MxAxis axis);
 
+// `stats` is a tensor of fp8 statistics slots (Backend::fp8_stats_tensor)
+// holding slot `slot`.
+void check_stats_slot(const char* op, const Tensor& stats, int64_t slot);
+
 // An fp8 GEMM operand: 2-D fp8 codes with either a finite positive scale or
 // valid block scales.
 void check_fp8_operand(const char* op, const char* name, const Fp8Operand& operand);

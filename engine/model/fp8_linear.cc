@@ -13,7 +13,22 @@ Fp8Linear::Fp8Linear(Backend& backend, Fp8Recipe& recipe)
       recipe_(recipe),
       input_scales_(static_cast<size_t>(recipe.gemms()), 1.0f),
       weight_scales_(static_cast<size_t>(recipe.gemms()), 1.0f),
+      step_stats_(backend.fp8_stats_tensor(recipe.gemms() * kFp8TensorKinds + 1)),
+      slot_scales_(static_cast<size_t>(recipe.gemms() * kFp8TensorKinds), std::nanf("")),
       activation_counts_(static_cast<size_t>(recipe.gemms())) {}
+
+void Fp8Linear::record_step() {
+  if (block_scaled()) return;  // recorded as quantized
+  const std::vector<Fp8QuantizeStats> stats = backend_.read_fp8_stats(step_stats_);
+  for (size_t slot = 0; slot < slot_scales_.size(); ++slot) {
+    if (std::isnan(slot_scales_[slot])) continue;  // not quantized this step
+    recipe_.record(static_cast<int64_t>(slot) / kFp8TensorKinds,
+                   static_cast<Fp8TensorKind>(slot % kFp8TensorKinds), stats[slot],
+                   slot_scales_[slot]);
+  }
+  std::fill(slot_scales_.begin(), slot_scales_.end(), std::nanf(""));
+  backend_.set_zero(step_stats_);
+}
 
 void Fp8Linear::count_activations(bool on) {
   counting_ = on;
@@ -38,8 +53,12 @@ Fp8Operand Fp8Linear::per_tensor(int64_t gemm, Fp8TensorKind kind, const Tensor&
                                  bool record) {
   const DType dtype = codes_dtype(kind);
   Fp8Operand operand{backend_.empty(src.shape(), dtype, MemoryCategory::kWorkspace), scale};
-  const Fp8QuantizeStats stats = backend_.quantize_fp8(operand.codes, src, scale);
-  if (record) recipe_.record(gemm, kind, stats, scale);
+  const bool recorded = record && recipe_.recording();
+  const size_t slot = recorded
+                          ? static_cast<size_t>(gemm * kFp8TensorKinds + static_cast<int64_t>(kind))
+                          : slot_scales_.size();
+  backend_.quantize_fp8_into(operand.codes, src, scale, step_stats_, static_cast<int64_t>(slot));
+  if (recorded) slot_scales_[slot] = scale;
   return operand;
 }
 

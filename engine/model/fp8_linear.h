@@ -9,9 +9,12 @@
 //             dW += Q(dout)^T Q(in), db += colsum(dout)  (unquantized dout)
 //
 // Per-tensor recipes (delayed, current) quantize each operand once per
-// use with one scale; mxfp8 blocks each operand along the GEMM's reduction
-// dimension, so the backward re-blocks the weight, the input and the
-// output gradient along the other axis. On the telemetry's steps each
+// use with one scale, the figures (amax, saturations) gathered on the
+// device in one slot per (GEMM, kind) and handed to the recipe once per
+// step (record_step), so no quantization waits for the device; mxfp8
+// blocks each operand along the GEMM's reduction dimension, so the
+// backward re-blocks the weight, the input and the output gradient along
+// the other axis. On the telemetry's steps each
 // forward's quantized input is also counted by its fp8 values (where they
 // lie in the format's range: the scale's work made visible).
 #pragma once
@@ -40,6 +43,11 @@ class Fp8Linear {
 
   Fp8Recipe& recipe() { return recipe_; }
 
+  // Hands the recipe what this step's per-tensor quantizations gathered
+  // (one read from the device) and starts the next step's gathering; call
+  // before the recipe's end_step.
+  void record_step();
+
   // While on, each forward counts its quantized input's codes into
   // activation_counts()[gemm]; turning it on clears the counts.
   void count_activations(bool on);
@@ -65,6 +73,11 @@ class Fp8Linear {
   // The scales each GEMM's forward used for its input and weight.
   std::vector<float> input_scales_;
   std::vector<float> weight_scales_;
+  // Per-tensor figures of this step, slot (gemm, kind) gemm-major, and a
+  // last slot for quantizations that are not recorded; the scale each
+  // slot last used.
+  Tensor step_stats_;
+  std::vector<float> slot_scales_;
   bool counting_ = false;
   std::vector<MagnitudeHistogram> activation_counts_;
 };

@@ -55,6 +55,7 @@ StepProgress Trainer::train_step() {
     last_gradient_range_ = gradient_range;
   }
   if (fp8_recipe_) {
+    fp8_linear_->record_step();
     zero_.all_reduce_values(fp8_recipe_->step_amaxes(), ReduceOp::kMax);
     fp8_recipe_->end_step();
   }

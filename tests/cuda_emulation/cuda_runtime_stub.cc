@@ -297,6 +297,7 @@ cudaError_t cudaDeviceSynchronize() {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
+  count(&emu::RuntimeCalls::stream_synchronizations);
   if (stream == nullptr) {
     emu::drain_all();
   } else {

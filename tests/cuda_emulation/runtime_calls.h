@@ -16,6 +16,7 @@ namespace emu {
 
 struct RuntimeCalls {
   int device_synchronizations = 0;  // cudaDeviceSynchronize
+  int stream_synchronizations = 0;  // cudaStreamSynchronize
   int blocking_frees = 0;           // cudaFree, cudaFreeHost
   int pool_allocations = 0;         // cudaMallocAsync
   int pool_frees = 0;               // cudaFreeAsync

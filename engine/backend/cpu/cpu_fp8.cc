@@ -1,6 +1,10 @@
 // Why: the CPU backend's fp8 quantization ops, thin over the exact
 // conversions of numerics/ (fp8_scaling.h per tensor, mx_scaling.h per
 // block), so every other backend is compared against the definitions.
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/op_checks.h"
 
@@ -20,16 +24,25 @@ float CpuBackend::amax(const Tensor& src) {
   });
 }
 
-Fp8QuantizeStats CpuBackend::quantize_fp8(const Tensor& codes, const Tensor& src, float scale) {
+void CpuBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
+                                   const Tensor& stats, int64_t slot) {
   constexpr const char* kOp = "quantize_fp8";
   check_fp8(kOp, "codes", codes);
   check_float(kOp, "src", src);
   check_numel(kOp, "src", src, codes.numel());
-  return dispatch_float(src.dtype(), kOp, [&](auto tag) {
+  op_checks::check_stats_slot(kOp, stats, slot);
+  const Fp8QuantizeStats found = dispatch_float(src.dtype(), kOp, [&](auto tag) {
     using T = decltype(tag);
     return mixtrain::quantize_fp8(src.data_as<T>(), static_cast<size_t>(src.numel()), scale,
                                   fp8_format(codes.dtype()), static_cast<uint8_t*>(codes.data()));
   });
+  // The slot's words: amax bits (a max: they order like |x|), pad, count.
+  auto* words = static_cast<uint32_t*>(stats.data()) + 4 * slot;
+  words[0] = std::max(words[0], std::bit_cast<uint32_t>(found.amax));
+  const uint64_t count =
+      (words[2] | (uint64_t{words[3]} << 32)) + static_cast<uint64_t>(found.saturated);
+  words[2] = static_cast<uint32_t>(count);
+  words[3] = static_cast<uint32_t>(count >> 32);
 }
 
 int64_t CpuBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,

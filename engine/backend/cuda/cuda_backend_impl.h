@@ -63,7 +63,8 @@ class CudaBackend final : public Backend {
   void bias_backward(const Tensor& dbias, const Tensor& dout) override;
 
   float amax(const Tensor& src) override;
-  Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale) override;
+  void quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale, const Tensor& stats,
+                         int64_t slot) override;
   int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
                       MxAxis axis) override;
   void dequantize_fp8(const Tensor& dst, const Fp8Operand& src) override;

@@ -20,12 +20,14 @@ namespace {
 
 constexpr int kE8M0Bias = 127;
 
-// The statistics a quantizing kernel gathers on the device.
+// The statistics a quantizing kernel gathers on the device (also the
+// layout of a Backend::fp8_stats_tensor slot).
 struct DeviceStats {
   unsigned int amax_bits;  // |x| bits, NaN masked to 0: they order like |x|
   unsigned int pad;
   unsigned long long count;  // saturated or clamped elements
 };
+static_assert(sizeof(DeviceStats) == 16, "a Backend::fp8_stats_tensor slot is four 32-bit words");
 
 __device__ inline unsigned int magnitude_bits_without_nan(float x) {
   const unsigned int magnitude = __float_as_uint(x) & 0x7fffffffu;
@@ -185,26 +187,27 @@ float CudaBackend::amax(const Tensor& src) {
   return bits_to_float(stats.amax_bits);
 }
 
-Fp8QuantizeStats CudaBackend::quantize_fp8(const Tensor& codes, const Tensor& src, float scale) {
+void CudaBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
+                                    const Tensor& stats, int64_t slot) {
   constexpr const char* kOp = "quantize_fp8";
   op_checks::check_fp8(kOp, "codes", codes);
   op_checks::check_float(kOp, "src", src);
   op_checks::check_numel(kOp, "src", src, codes.numel());
+  op_checks::check_stats_slot(kOp, stats, slot);
   const cudaStream_t stream = begin_op();
-  if (src.numel() == 0) return {};
+  if (src.numel() == 0) return;
+  // The slot's layout (fp8_stats.cc) is DeviceStats'.
+  auto* device = reinterpret_cast<DeviceStats*>(static_cast<uint32_t*>(stats.data()) + 4 * slot);
   const float max_value = fp8_max(fp8_format(codes.dtype()));
-  const DeviceStats stats = with_device_stats(*this, stream, [&](DeviceStats* device) {
-    gpu::dispatch_fp8(codes.dtype(), [&](auto fp8_tag) {
-      using Fp8 = decltype(fp8_tag);
-      gpu::dispatch_compute({&src}, kOp, [&](auto policy) {
-        using P = decltype(policy);
-        quantize_kernel<<<gpu::grid_blocks(src.numel()), gpu::kBlockThreads, 0, stream>>>(
-            static_cast<Fp8*>(codes.data()), P::ref(src), scale, max_value, src.numel(), device);
-        MIXTRAIN_CUDA_CHECK_LAUNCH("quantize_kernel");
-      });
+  gpu::dispatch_fp8(codes.dtype(), [&](auto fp8_tag) {
+    using Fp8 = decltype(fp8_tag);
+    gpu::dispatch_compute({&src}, kOp, [&](auto policy) {
+      using P = decltype(policy);
+      quantize_kernel<<<gpu::grid_blocks(src.numel()), gpu::kBlockThreads, 0, stream>>>(
+          static_cast<Fp8*>(codes.data()), P::ref(src), scale, max_value, src.numel(), device);
+      MIXTRAIN_CUDA_CHECK_LAUNCH("quantize_kernel");
     });
   });
-  return {bits_to_float(stats.amax_bits), static_cast<int64_t>(stats.count)};
 }
 
 int64_t CudaBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,

@@ -828,6 +828,26 @@ TEST_P(BackendParityTest, QuantizeFp8IsBitExactWithAmaxAndSaturations) {
       EXPECT_EQ(want.amax, std::numeric_limits<float>::infinity());
       EXPECT_EQ(want.saturated, fp8 == DType::kFP8E4M3 ? 2 : 1);  // 600 and -inf; -inf
     }
+    // Folded into a slot without waiting: two quantizations into slot 1
+    // of three read back as their amaxes' max and saturations' sum.
+    const Twin codes{backend_->empty({70001}, DType::kFP8E4M3, MemoryCategory::kWorkspace),
+                     reference_->empty({70001}, DType::kFP8E4M3, MemoryCategory::kWorkspace)};
+    const Tensor stats = backend_->fp8_stats_tensor(3);
+    backend_->quantize_fp8_into(codes.test, src.test, 3.0f, stats, 1);
+    const Fp8QuantizeStats first = reference_->quantize_fp8(codes.ref, src.ref, 3.0f);
+    backend_->quantize_fp8_into(codes.test, src.test, 100.0f, stats, 1);
+    const Fp8QuantizeStats second = reference_->quantize_fp8(codes.ref, src.ref, 100.0f);
+    expect_bit_equal(codes, "quantize_fp8_into");
+    const std::vector<Fp8QuantizeStats> slots = backend_->read_fp8_stats(stats);
+    ASSERT_EQ(slots.size(), 3u);
+    EXPECT_EQ(slots[1].amax, std::max(first.amax, second.amax));
+    EXPECT_EQ(slots[1].saturated, first.saturated + second.saturated);
+    EXPECT_GT(second.saturated, first.saturated);
+    for (size_t i : {size_t{0}, size_t{2}}) {
+      EXPECT_EQ(slots[i].amax, 0.0f);
+      EXPECT_EQ(slots[i].saturated, 0);
+    }
+    EXPECT_THROW(backend_->quantize_fp8_into(codes.test, src.test, 1.0f, stats, 3), EngineError);
     values[18] = 0.0;
     const Twin finite = make({70001}, src_dtype, values);
     EXPECT_EQ(backend_->amax(finite.test), reference_->amax(finite.ref));
