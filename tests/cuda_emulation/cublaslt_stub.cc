@@ -11,7 +11,11 @@
 // FP8 inputs (E4M3/E5M2, not both E5M2) are taken as Ada's and Hopper's
 // kernels take them: the "TN" layout only, 16-byte leading dimensions,
 // fp32/fp16/bf16 C, the A and B scale pointers (default 1) multiplying the
-// product; bias and GELU epilogues as for 16-bit inputs. The
+// product; bias and GELU epilogues as for 16-bit inputs. With the
+// VEC32_UE8M0 scale mode (sm_100 only, both operands, k a multiple of 32)
+// the scale pointers hold E8M0 scales per 32 elements along k in
+// cuBLASLt's tiled layout (128 x 4 tiles of 512 bytes, entry (r, c) at
+// (r % 32) * 16 + (r % 128 / 32) * 4 + c). The
 // product runs when the stream gets there (stream_queues.h). It is not
 // cuBLASLt: its kernels, its algorithm choice and speed are not modelled.
 #include <cublasLt.h>
@@ -39,8 +43,10 @@ struct Desc {
   void* aux = nullptr;
   int64_t aux_ld = 0;
   int32_t aux_type = -1;
-  const float* a_scale = nullptr;
-  const float* b_scale = nullptr;
+  const void* a_scale = nullptr;
+  const void* b_scale = nullptr;
+  int32_t a_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  int32_t b_scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
 };
 struct Layout {
   cudaDataType type;
@@ -82,6 +88,13 @@ const char* fp8_problem(const Desc& d, const Layout& a, const Layout& b, const L
     return "fp8 inputs with a C the stub does not model";
   if (d.trans_a != CUBLAS_OP_T || d.trans_b != CUBLAS_OP_N)
     return "fp8 kernels take A transposed and B not (TN) on sm_89/sm_90";
+  const bool blocks = d.a_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+  if (d.b_scale_mode != d.a_scale_mode ||
+      (!blocks && d.a_scale_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F))
+    return "a scale mode pair the stub does not model";
+  if (blocks && emu::compute_capability() < 100) return "block scaling needs sm_100";
+  if (blocks && (a.rows % 32 != 0 || d.a_scale == nullptr || d.b_scale == nullptr))
+    return "VEC32_UE8M0 needs k a multiple of 32 and both scale pointers";
   if (a.ld % 16 != 0 || b.ld % 16 != 0) return "fp8 leading dimensions off 16 bytes";
   if (is_bias_grad(d.epilogue)) return "a bias gradient epilogue with fp8 inputs";
   return nullptr;
@@ -130,6 +143,15 @@ template <class Handle> cublasStatus_t destroy(Handle* handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// The E8M0 scale of row r's block c (32 elements along k) in the tiled
+// layout of a matrix with `blocks` blocks along k: 2^(code - 127).
+float tiled_scale(const void* scales, int r, int c, int blocks) {
+  const long long tile = (r / 128) * ((blocks + 3) / 4) + c / 4;
+  const long long at = tile * 512 + (r % 32) * 16 + (r % 128 / 32) * 4 + c % 4;
+  const uint8_t code = static_cast<const uint8_t*>(scales)[at];
+  return code == 0xFF ? std::nanf("") : std::ldexp(1.0f, code - 127);
+}
+
 float gelu(float x) {
   const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   return 0.5f * x * (1.0f + std::tanh(u));
@@ -168,6 +190,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
       return read(o.a_scale, buf, size);
     case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER:
       return read(o.b_scale, buf, size);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_MODE:
+      return read(o.a_scale_mode, buf, size);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_MODE:
+      return read(o.b_scale_mode, buf, size);
     default: return stub::invalid("a matmul attribute the stub does not model");
   }
 }
@@ -250,12 +276,24 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t d, c
   // an earlier kernel may write them) then.
   const float scale = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const bool tf32 = o.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const bool blocks = o.a_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
   emu::enqueue_on(stream, [=] {
-    const float product_scale = scale * (o.a_scale != nullptr ? *o.a_scale : 1.0f) *
-                                (o.b_scale != nullptr ? *o.b_scale : 1.0f);
+    auto scalar = [](const void* p) { return p != nullptr ? *static_cast<const float*>(p) : 1.0f; };
+    const float product_scale = blocks ? scale : scale * scalar(o.a_scale) * scalar(o.b_scale);
+    // Element (i, j) of op(A) op(B); with block scaling each element of A
+    // (i, l) and of B (l, j) times its block's scale, in fp32.
+    auto product = [&](int i, int j) {
+      if (!blocks) return stub::product(A, B, 0, i, j, k, tf32);
+      float sum = 0.0f;
+      for (int l = 0; l < k; ++l) {
+        sum += stub::load(A.at(0, i, l), A.type) * tiled_scale(o.a_scale, i, l / 32, k / 32) *
+               (stub::load(B.at(0, l, j), B.type) * tiled_scale(o.b_scale, j, l / 32, k / 32));
+      }
+      return sum;
+    };
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
-        float x = product_scale * stub::product(A, B, 0, i, j, k, tf32);
+        float x = product_scale * product(i, j);
         if (be != 0.0f) x += be * stub::load(C.at(0, i, j), cl.type);
         if (has_bias(o.epilogue))
           x += stub::load(static_cast<const char*>(o.bias) + i * stub::element_size(cl.type),

@@ -141,6 +141,11 @@ void enqueue_on(cudaStream_t stream, std::function<void()> work) {
   enqueue(queue_of(stream), std::move(work));
 }
 
+int compute_capability() {
+  const char* value = std::getenv("MIXTRAIN_EMULATED_SM");
+  return value != nullptr ? std::atoi(value) : 90;
+}
+
 RuntimeCalls runtime_calls() {
   std::lock_guard lock(calls_mu);
   return calls;
@@ -192,7 +197,12 @@ const char* cudaGetErrorString(cudaError_t error) { return cudaGetErrorName(erro
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
   if (device != 0) return fail(cudaErrorInvalidDevice);
   switch (attribute) {
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = emu::compute_capability() / 10;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = emu::compute_capability() % 10;
+      break;
     case cudaDevAttrClockRate: *value = 1000000; break;
     case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
     default: *value = 0; break;
@@ -203,7 +213,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (device != 0) return fail(cudaErrorInvalidDevice);
   std::memset(prop, 0, sizeof *prop);
   std::strncpy(prop->name, "CUDA host emulation", sizeof prop->name - 1);
-  prop->major = 9;
+  prop->major = emu::compute_capability() / 10;
+  prop->minor = emu::compute_capability() % 10;
   return cudaSuccess;
 }
 

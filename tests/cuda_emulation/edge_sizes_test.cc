@@ -11,13 +11,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/backend/backend.h"
 #include "backend_test_util.h"
+#include "engine/backend/backend.h"
 #include "runtime_calls.h"
 
 namespace mixtrain::backend_test {
@@ -200,24 +201,34 @@ TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasGeluAndBiasGradIntoCublasLtWhen
 
 // Per-tensor fp8 GEMMs run as cuBLASLt fp8 GEMMs (the stub refuses any
 // layout but TN, so every stored layout must be brought to it), with the
-// bias and GELU epilogues of a linear layer; MX blocks, an E5M2 pair and
-// a k off 16 take the dequantizing path. Each agrees with the CPU.
+// bias and GELU epilogues of a linear layer; MX blocks run block-scaled
+// on an emulated sm_100 (scales transposed with their codes and tiled:
+// 160 rows and k = 96 span two row tiles and a padded column of tiles),
+// and take the dequantizing path on sm_90 and for k off 32, as an E5M2
+// pair and a k off 16 do. Each agrees with the CPU.
 TEST(CudaEmulationEdgeSizes, Fp8GemmsRunOnCublasLtFp8KernelsInTheTnLayout) {
-  Backends b;
-  const int64_t m = 32, n = 48;
+  const int64_t n = 48;
   struct Case {
     int64_t k;
     bool mx, e5m2_pair, gelu;
     int fp8_kernels;  // cuBLASLt fp8 GEMMs expected per call
+    int sm = 90;      // the emulated device
+    int64_t m = 32;
   };
-  for (const Case& c : {Case{64, false, false, false, 1}, Case{64, false, false, true, 1},
-                        Case{64, true, false, false, 0}, Case{64, false, true, false, 0},
-                        Case{40, false, false, false, 0}}) {
+  for (const Case& c :
+       {Case{64, false, false, false, 1}, Case{64, false, false, true, 1},
+        Case{64, true, false, false, 0}, Case{64, false, true, false, 0},
+        Case{40, false, false, false, 0}, Case{64, true, false, false, 1, 100},
+        Case{96, true, false, true, 1, 100, 160}, Case{48, true, false, false, 0, 100}}) {
+    setenv("MIXTRAIN_EMULATED_SM", std::to_string(c.sm).c_str(), 1);
+    Backends b;
+    const int64_t m = c.m;
     for (bool trans_a : {false, true}) {
       for (bool trans_b : {false, true}) {
-        SCOPED_TRACE("k " + std::to_string(c.k) + (c.mx ? " mx" : "") +
-                     (c.e5m2_pair ? " e5m2 pair" : "") + (c.gelu ? " gelu" : "") +
-                     (trans_a ? " A^T" : " A") + (trans_b ? " B^T" : " B"));
+        SCOPED_TRACE("sm_" + std::to_string(c.sm) + " m " + std::to_string(m) + " k " +
+                     std::to_string(c.k) + (c.mx ? " mx" : "") + (c.e5m2_pair ? " e5m2 pair" : "") +
+                     (c.gelu ? " gelu" : "") + (trans_a ? " A^T" : " A") +
+                     (trans_b ? " B^T" : " B"));
         const Shape a_shape = trans_a ? Shape{c.k, m} : Shape{m, c.k};
         const Shape b_shape = trans_b ? Shape{n, c.k} : Shape{c.k, n};
         const auto a_values = random_values(m * c.k, 31, -4, 4);
@@ -270,6 +281,7 @@ TEST(CudaEmulationEdgeSizes, Fp8GemmsRunOnCublasLtFp8KernelsInTheTnLayout) {
       }
     }
   }
+  unsetenv("MIXTRAIN_EMULATED_SM");
 }
 
 // precision.tf32 reaches both GEMM paths: with allow_tf32 the fp32 inputs

@@ -30,6 +30,10 @@ struct RuntimeCalls {
 
 // The calls made so far in this process.
 RuntimeCalls runtime_calls();
+// The emulated device's compute capability as major * 10 + minor: 90, or
+// the MIXTRAIN_EMULATED_SM environment variable's value when set (read at
+// each call, so a test can emulate sm_100 for the backends it makes).
+int compute_capability();
 // Count one cublasLtMatmul (with fp8 inputs or not), one
 // cublasLtMatmulAlgoGetHeuristic (the cuBLASLt stub's).
 void count_lt_matmul(bool fp8);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "engine/backend/backend.h"
@@ -29,6 +30,7 @@ struct Case {
   bool offload_optimizer;
   bool offload_params;
   config::Fp8Scaling scaling = config::Fp8Scaling::kDelayed;  // with compute fp8
+  int sm = 90;                                                // the emulated device
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
@@ -36,7 +38,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const bool fp8 = c.compute == DType::kFP8E4M3;
   return (fp8 ? "fp8_" + std::string(config::enum_name(c.scaling))
               : std::string(dtype_name(c.compute))) +
-         "_stage" + std::to_string(c.stage) + (c.offload_optimizer ? "_offload_optimizer" : "") +
+         "_stage" + std::to_string(c.stage) + (c.sm != 90 ? "_sm" + std::to_string(c.sm) : "") +
+         (c.offload_optimizer ? "_offload_optimizer" : "") +
          (c.offload_params ? "_offload_params" : "");
 }
 
@@ -47,6 +50,7 @@ TEST_P(CudaEmulationTrainer, ThreeStepsMatchTheCpuBackend) {
   std::vector<float> weights[2];
   std::optional<double> loss[2];
   const char* backends[] = {"cuda", "cpu"};
+  setenv("MIXTRAIN_EMULATED_SM", std::to_string(c.sm).c_str(), 1);
   for (int i = 0; i < 2; ++i) {
     const std::unique_ptr<Backend> backend = make_backend(backends[i]);
     config::JobSpec spec = tiny_spec(c.compute, 3, fresh_dir(backends[i]));
@@ -69,15 +73,16 @@ TEST_P(CudaEmulationTrainer, ThreeStepsMatchTheCpuBackend) {
     EXPECT_EQ(after.blocking_frees, before.blocking_frees) << backends[i];
     if (i == 0 && c.compute == DType::kFP8E4M3) {
       // 3 steps x 2 blocks x 4 GEMMs x (forward, din, dW), and the evals'
-      // forwards; none for MX blocks (sm_90 has no block scaling).
+      // forwards; none for MX blocks before sm_100 (no block scaling).
       const int fp8_gemms = after.lt_fp8_matmuls - before.lt_fp8_matmuls;
-      if (c.scaling == config::Fp8Scaling::kMxfp8) {
+      if (c.scaling == config::Fp8Scaling::kMxfp8 && c.sm < 100) {
         EXPECT_EQ(fp8_gemms, 0);
       } else {
         EXPECT_GE(fp8_gemms, 3 * 2 * 4 * 3);
       }
     }
   }
+  unsetenv("MIXTRAIN_EMULATED_SM");
   ASSERT_TRUE(loss[0] && loss[1]);
   const bool fp32 = c.compute == DType::kF32;
   EXPECT_NEAR(*loss[0], *loss[1], fp32 ? 1e-4 : 2e-2);
@@ -134,7 +139,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{DType::kF16, 1, true, false}, Case{DType::kBF16, 2, true, false},
                       Case{DType::kBF16, 3, true, true}, Case{DType::kFP8E4M3, 0, false, false},
                       Case{DType::kFP8E4M3, 1, false, false, config::Fp8Scaling::kCurrent},
-                      Case{DType::kFP8E4M3, 2, false, false, config::Fp8Scaling::kMxfp8}),
+                      Case{DType::kFP8E4M3, 2, false, false, config::Fp8Scaling::kMxfp8},
+                      Case{DType::kFP8E4M3, 0, false, false, config::Fp8Scaling::kMxfp8, 100}),
     case_name);
 
 }  // namespace

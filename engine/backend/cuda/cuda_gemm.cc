@@ -10,6 +10,7 @@
 
 #include "engine/backend/cuda/cuda_error.h"
 #include "engine/backend/cuda/cuda_op_checks.h"
+#include "engine/numerics/mx_scaling.h"
 
 namespace mixtrain::gpu {
 namespace {
@@ -88,6 +89,11 @@ cublasLtMatrixLayout_t layout_of(DType dtype, int64_t rows, int64_t cols, int64_
 
 }  // namespace
 
+int64_t tiled_mx_scale_bytes(int64_t rows, int64_t k) {
+  const int64_t blocks = (k + kMxBlockSize - 1) / kMxBlockSize;
+  return (rows + 127) / 128 * ((blocks + 3) / 4) * 512;
+}
+
 bool cublas_writes(DType ab, DType c) {
   if (ab == c) return is_float_compute(ab);
   return c == DType::kF32 && (ab == DType::kF16 || ab == DType::kBF16);
@@ -134,7 +140,7 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
                        on_16_bytes(epilogue.bias) && on_16_bytes(epilogue.gelu_out) &&
                        on_16_bytes(epilogue.bias_grad) && rows_on_16_bytes(a) &&
                        rows_on_16_bytes(b) && (c.ld * element) % 16 == 0 &&
-                       (!fp8_inputs || k % 16 == 0);
+                       (!fp8_inputs || k % (fp8.blocks ? kMxBlockSize : 16) == 0);
   if (!aligned || blas.lt == nullptr || m == 0 || n == 0 || k == 0) return false;
   // AUX_LD's rule; and C, read for beta, cannot also be the aux output.
   if (epilogue.gelu_out != nullptr && (c.ld % 8 != 0 || beta != 0.0f)) return false;
@@ -148,6 +154,11 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
   if (fp8_inputs) {  // cuBLASLt's A is our B
     set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, fp8.b);
     set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, fp8.a);
+    if (fp8.blocks) {
+      const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+      set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode);
+      set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode);
+    }
   }
   const int32_t type = cuda_data_type(c.dtype);
   cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
@@ -182,7 +193,8 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
                                       a.transposed,
                                       b.transposed,
                                       static_cast<int64_t>(kind),
-                                      blas.tf32};
+                                      blas.tf32,
+                                      fp8.blocks};
   LtAlgorithms* known = blas.lt_algorithms;
   std::optional<cublasLtMatmulAlgo_t> algorithm;
   if (known != nullptr && known->chosen.contains(problem)) {

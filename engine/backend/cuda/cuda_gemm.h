@@ -36,8 +36,8 @@ struct GemmOperand {
 // by one backend's ops, on one thread.
 struct LtAlgorithms {
   // m, n, k, the three leading dimensions, the dtypes of A, B and C, both
-  // transposes, the epilogue, TF32.
-  using Problem = std::array<int64_t, 13>;
+  // transposes, the epilogue, TF32, fp8 block scaling.
+  using Problem = std::array<int64_t, 14>;
   std::map<Problem, std::optional<cublasLtMatmulAlgo_t>> chosen;
 };
 
@@ -87,12 +87,20 @@ struct LinearEpilogue {
   void* bias_grad = nullptr;
 };
 
-// The per-tensor scales of an fp8 GEMM: device pointers to one fp32 each,
-// the factor that turns an operand's codes into its values (1/scale).
+// The scales of an fp8 GEMM's operands, device pointers. Per tensor: one
+// fp32 each, the factor that turns the codes into values (1/scale). With
+// `blocks` (MXFP8, sm_100): each operand's E8M0 scales, a block of 32
+// along k for each of its rows, in cuBLASLt's tiled layout
+// (tile_mx_scales); k must then be a multiple of 32.
 struct Fp8GemmScales {
-  const float* a = nullptr;
-  const float* b = nullptr;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  bool blocks = false;
 };
+
+// Bytes of the tiled layout of the block scales of a (rows, k) operand:
+// 128 x 4 tiles of 512 bytes covering rows and k / 32 blocks.
+int64_t tiled_mx_scale_bytes(int64_t rows, int64_t k);
 
 // C (m,n) = alpha * op(A) op(B) + beta * C and then the epilogue, in one
 // cuBLASLt GEMM on blas.stream (one batch item). A, B and C share one of
