@@ -13,7 +13,10 @@ namespace {
 void memory_to_proto(const MemoryReport& memory, task::StepReport& out) {
   for (int p = 0; p < kNumMemoryPools; ++p) {
     task::PoolBytes* pool = out.add_memory();
-    for (int c = 0; c < kNumMemoryCategories; ++c) pool->add_current(memory.current[p][c]);
+    for (int c = 0; c < kNumMemoryCategories; ++c) {
+      pool->add_current(memory.current[p][c]);
+      pool->add_category_peak(memory.peak[p][c]);
+    }
     pool->set_peak(memory.peak_total[p]);
   }
 }
@@ -23,8 +26,13 @@ bool memory_from_proto(const task::StepReport& in, MemoryReport& out) {
   if (in.memory_size() != kNumMemoryPools) return false;
   for (int p = 0; p < kNumMemoryPools; ++p) {
     const task::PoolBytes& pool = in.memory(p);
-    if (pool.current_size() != kNumMemoryCategories) return false;
-    for (int c = 0; c < kNumMemoryCategories; ++c) out.current[p][c] = pool.current(c);
+    if (pool.current_size() != kNumMemoryCategories ||
+        pool.category_peak_size() != kNumMemoryCategories)
+      return false;
+    for (int c = 0; c < kNumMemoryCategories; ++c) {
+      out.current[p][c] = pool.current(c);
+      out.peak[p][c] = pool.category_peak(c);
+    }
     out.peak_total[p] = pool.peak();
   }
   return true;

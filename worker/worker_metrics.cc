@@ -38,6 +38,9 @@ std::vector<double> log2_buckets() {
   return bounds;
 }
 
+// mixtrain_memory_peak_bytes' kind for a pool's total.
+constexpr char kTotalKind[] = "total";
+
 // The outcome of a task that a new one ended before it reported its own.
 constexpr char kReplaced[] = "replaced";
 
@@ -113,7 +116,8 @@ WorkerMetrics::WorkerMetrics()
                   .Register(*registry_)),
       memory_peak_(BuildGauge()
                        .Name("mixtrain_memory_peak_bytes")
-                       .Help("Peak of the bytes the engine held in a pool")
+                       .Help("Peak of the bytes the engine held in a pool, by kind (a "
+                             "category's own peak) and in all (kind total)")
                        .Register(*registry_)),
       collective_bytes_(BuildCounter()
                             .Name("mixtrain_collective_bytes_total")
@@ -248,12 +252,14 @@ void WorkerMetrics::begin_task(const TaskInfo& info) {
   }
   for (int p = 0; p < kNumMemoryPools; ++p) {
     const auto pool = static_cast<MemoryPool>(p);
-    add(task, memory_peak_, {{"pool", memory_pool_name(pool)}});
+    add(task, memory_peak_, {{"pool", memory_pool_name(pool)}, {"kind", kTotalKind}});
     for (int c = 0; c < kNumMemoryCategories; ++c) {
       const auto category = static_cast<MemoryCategory>(c);
-      if (exported(pool, category))
-        add(task, memory_,
-            {{"pool", memory_pool_name(pool)}, {"kind", memory_category_name(category)}});
+      if (!exported(pool, category)) continue;
+      const std::map<std::string, std::string> labels{{"pool", memory_pool_name(pool)},
+                                                      {"kind", memory_category_name(category)}};
+      add(task, memory_, labels);
+      add(task, memory_peak_, labels);
     }
   }
   busy_.Set(1);
@@ -283,13 +289,15 @@ void WorkerMetrics::on_step(const StepReport& step) {
   for (int p_index = 0; p_index < kNumMemoryPools; ++p_index) {
     const auto pool = static_cast<MemoryPool>(p_index);
     const char* pool_name = memory_pool_name(pool);
-    series(task, memory_peak_, {{"pool", pool_name}})
+    series(task, memory_peak_, {{"pool", pool_name}, {"kind", kTotalKind}})
         .Set(static_cast<double>(step.memory.peak_total[p_index]));
     for (int c = 0; c < kNumMemoryCategories; ++c) {
       const auto category = static_cast<MemoryCategory>(c);
       if (!exported(pool, category)) continue;
-      series(task, memory_, {{"pool", pool_name}, {"kind", memory_category_name(category)}})
-          .Set(static_cast<double>(step.memory.current[p_index][c]));
+      const std::map<std::string, std::string> labels{{"pool", pool_name},
+                                                      {"kind", memory_category_name(category)}};
+      series(task, memory_, labels).Set(static_cast<double>(step.memory.current[p_index][c]));
+      series(task, memory_peak_, labels).Set(static_cast<double>(step.memory.peak[p_index][c]));
     }
   }
   for (int op = 0; op < kNumCommOps; ++op) {

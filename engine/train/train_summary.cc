@@ -32,7 +32,7 @@ Json pool_json(const MemoryReport& memory, MemoryPool pool) {
   const int p = static_cast<int>(pool);
   Json out = Json::object();
   for (MemoryCategory category : listed_categories(pool))
-    out[memory_category_name(category)] = memory.current[p][static_cast<int>(category)];
+    out[memory_category_name(category)] = memory.peak[p][static_cast<int>(category)];
   out["peak"] = memory.peak_total[p];
   return out;
 }
@@ -48,19 +48,27 @@ size_t bytes_field(const JsonFields& pool, std::string_view key) {
 void read_pool(const JsonFields& fields, MemoryPool pool, MemoryReport& memory) {
   const int p = static_cast<int>(pool);
   for (MemoryCategory category : listed_categories(pool))
-    memory.current[p][static_cast<int>(category)] =
+    memory.peak[p][static_cast<int>(category)] =
         bytes_field(fields, memory_category_name(category));
   memory.peak_total[p] = bytes_field(fields, "peak");
 }
 
 }  // namespace
 
+MemoryReport memory_peaks(const MemoryTracker& tracker) {
+  MemoryReport report = memory_report(tracker);
+  for (auto& pool : report.current) std::fill(std::begin(pool), std::end(pool), size_t{0});
+  return report;
+}
+
 MemoryReport memory_report(const MemoryTracker& tracker) {
   MemoryReport report;
   for (int p = 0; p < kNumMemoryPools; ++p) {
     const auto pool = static_cast<MemoryPool>(p);
-    for (int c = 0; c < kNumMemoryCategories; ++c)
+    for (int c = 0; c < kNumMemoryCategories; ++c) {
       report.current[p][c] = tracker.current(pool, static_cast<MemoryCategory>(c));
+      report.peak[p][c] = tracker.peak(pool, static_cast<MemoryCategory>(c));
+    }
     report.peak_total[p] = tracker.peak_total(pool);
   }
   return report;

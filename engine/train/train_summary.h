@@ -17,10 +17,12 @@
 
 namespace mixtrain {
 
-// Bytes outstanding per (pool, category) and each pool's peak, as one
-// MemoryTracker counted them.
+// Bytes outstanding per (pool, category), each one's peak and each pool's
+// peak, as one MemoryTracker counted them.
 struct MemoryReport {
   size_t current[kNumMemoryPools][kNumMemoryCategories] = {};
+  // Each (pool, category)'s highest value so far, and each pool total's.
+  size_t peak[kNumMemoryPools][kNumMemoryCategories] = {};
   size_t peak_total[kNumMemoryPools] = {};
 
   bool operator==(const MemoryReport&) const = default;
@@ -28,11 +30,16 @@ struct MemoryReport {
 
 // A snapshot of `tracker` now.
 MemoryReport memory_report(const MemoryTracker& tracker);
+// What a run's summary keeps of `tracker`: the peaks, `current` left 0
+// (the JSON's memory_bytes are each category's peak over the run, which
+// short-lived buffers such as gathered weights reach, and the pool's).
+MemoryReport memory_peaks(const MemoryTracker& tracker);
 
 // One rank's entry of "ranks".
 struct RankSummary {
   int64_t rank = 0;
-  MemoryReport memory;
+  MemoryReport memory;  // memory_peaks
+
   int64_t comm_elements_per_step = 0;  // 0 for world size 1
   int64_t comm_bytes_per_step = 0;
   // The last gradient-range measurement (precision.stats_every), when one

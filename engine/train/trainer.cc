@@ -172,7 +172,7 @@ TrainSummary Trainer::summary(const std::string& status) const {
   out.nonfinite_events = state_.nan_events + state_.inf_events;
   const int64_t steps = std::max<int64_t>(train_steps_, 1);
   RankSummary& rank = out.ranks.emplace_back(
-      RankSummary{zero_.rank(), memory_report(backend_.memory()), comm_elements_ / steps,
+      RankSummary{zero_.rank(), memory_peaks(backend_.memory()), comm_elements_ / steps,
                   comm_bytes_ / steps, last_gradient_range_});
   if (fp8_recipe_) {
     rank.fp8_saturated.emplace();

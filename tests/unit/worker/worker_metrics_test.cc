@@ -45,6 +45,7 @@ StepReport step(int64_t n, bool skipped) {
   out.model_flops = 1e9;
   out.memory.current[0][static_cast<int>(MemoryCategory::kParams)] = 4096;
   out.memory.peak_total[0] = 10000;
+  out.memory.peak[0][static_cast<int>(MemoryCategory::kParams)] = 8192;
   out.comm[CommOp::kAllReduce].calls = 4 * n;
   out.comm[CommOp::kAllReduce].bytes_sent = 1000 * n;
   out.comm[CommOp::kAllReduce].seconds = 0.5 * static_cast<double>(n);
@@ -79,7 +80,11 @@ TEST(WorkerMetricsTest, TaskSeriesCarryLabelsAndAccumulate) {
   EXPECT_TRUE(has(
       text, sample("mixtrain_memory_bytes", {{"kind", "optimizer_state"}, {"pool", "host"}}, "0")))
       << text;
-  EXPECT_TRUE(has(text, sample("mixtrain_memory_peak_bytes", {{"pool", "device"}}, "10000")))
+  EXPECT_TRUE(has(
+      text, sample("mixtrain_memory_peak_bytes", {{"kind", "total"}, {"pool", "device"}}, "10000")))
+      << text;
+  EXPECT_TRUE(has(
+      text, sample("mixtrain_memory_peak_bytes", {{"kind", "params"}, {"pool", "device"}}, "8192")))
       << text;
   // Cumulative counts from the child become the counter's total, not a sum of totals.
   EXPECT_TRUE(has(text, sample("mixtrain_collective_bytes_total", {{"op", "all_reduce"}}, "2000")))

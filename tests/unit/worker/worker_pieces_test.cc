@@ -56,6 +56,7 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   step.model_flops = 7e9;
   step.memory.current[1][2] = 123;
   step.memory.peak_total[1] = 456;
+  step.memory.peak[1][2] = 789;
   step.comm[CommOp::kAllGather].calls = 3;
   step.comm[CommOp::kAllGather].bytes_sent = 99;
   step.comm[CommOp::kAllGather].seconds = 0.25;
@@ -79,6 +80,7 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   EXPECT_EQ(decoded->step.model_flops, 7e9);
   EXPECT_EQ(decoded->step.memory.current[1][2], 123u);
   EXPECT_EQ(decoded->step.memory.peak_total[1], 456u);
+  EXPECT_EQ(decoded->step.memory.peak[1][2], 789u);
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].calls, 3);
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].bytes_sent, 99);
   EXPECT_EQ(decoded->step.comm[CommOp::kAllGather].seconds, 0.25);
