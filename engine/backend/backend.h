@@ -88,6 +88,9 @@ struct Fp8Operand {
   MxAxis block_axis = MxAxis::kAlongRows;
 };
 
+// 32-bit words in one slot of Backend::fp8_stats_tensor.
+inline constexpr int64_t kFp8StatsWords = 4;
+
 // Result of unscale_and_check over a list of tensors.
 struct NonFiniteCheck {
   bool found = false;      // some element was inf or NaN after unscaling
@@ -170,8 +173,9 @@ class Backend {
   // quantize_fp8_into one fresh slot, read back: src's amax and the count
   // of saturated elements; synchronizes.
   Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale);
-  // A zeroed tensor of `slots` quantization statistics slots (kI32, four
-  // words a slot: amax's fp32 bits, a pad word, a 64-bit count), workspace.
+  // A zeroed tensor of `slots` quantization statistics slots (kI32,
+  // kFp8StatsWords a slot: amax's fp32 bits, a pad word, a 64-bit count),
+  // workspace.
   Tensor fp8_stats_tensor(int64_t slots);
   // The slots of `stats` (synchronizes).
   std::vector<Fp8QuantizeStats> read_fp8_stats(const Tensor& stats);

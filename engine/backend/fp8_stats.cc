@@ -10,23 +10,17 @@
 #include "engine/backend/backend.h"
 
 namespace mixtrain {
-namespace {
-
-constexpr int64_t kWordsPerSlot = 4;
-
-}  // namespace
-
 Tensor Backend::fp8_stats_tensor(int64_t slots) {
-  return zeros({slots * kWordsPerSlot}, DType::kI32, MemoryCategory::kWorkspace);
+  return zeros({slots * kFp8StatsWords}, DType::kI32, MemoryCategory::kWorkspace);
 }
 
 std::vector<Fp8QuantizeStats> Backend::read_fp8_stats(const Tensor& stats) {
-  MIXTRAIN_CHECK_ARG(stats.dtype() == DType::kI32 && stats.numel() % kWordsPerSlot == 0,
+  MIXTRAIN_CHECK_ARG(stats.dtype() == DType::kI32 && stats.numel() % kFp8StatsWords == 0,
                      "read_fp8_stats: " + stats.describe() + " is not a tensor of stats slots");
   std::vector<uint32_t> words(static_cast<size_t>(stats.numel()));
   copy_to_host(words.data(), stats);
   std::vector<Fp8QuantizeStats> out;
-  for (size_t i = 0; i < words.size(); i += kWordsPerSlot) {
+  for (size_t i = 0; i < words.size(); i += kFp8StatsWords) {
     const uint64_t count = words[i + 2] | (uint64_t{words[i + 3]} << 32);
     out.push_back({std::bit_cast<float>(words[i]), static_cast<int64_t>(count)});
   }

@@ -49,7 +49,7 @@ void check_block_scales(const char* op, const Tensor& codes, const Tensor& block
 
 void check_stats_slot(const char* op, const Tensor& stats, int64_t slot) {
   check_dtype(op, "stats", stats, DType::kI32);
-  if (stats.numel() % 4 != 0 || slot < 0 || slot >= stats.numel() / 4) {
+  if (stats.numel() % kFp8StatsWords != 0 || slot < 0 || slot >= stats.numel() / kFp8StatsWords) {
     fail(op, "stats", stats, "holds no statistics slot " + std::to_string(slot));
   }
 }

@@ -37,7 +37,7 @@ void CpuBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, float
                                   fp8_format(codes.dtype()), static_cast<uint8_t*>(codes.data()));
   });
   // The slot's words: amax bits (a max: they order like |x|), pad, count.
-  auto* words = static_cast<uint32_t*>(stats.data()) + 4 * slot;
+  auto* words = static_cast<uint32_t*>(stats.data()) + kFp8StatsWords * slot;
   words[0] = std::max(words[0], std::bit_cast<uint32_t>(found.amax));
   const uint64_t count =
       (words[2] | (uint64_t{words[3]} << 32)) + static_cast<uint64_t>(found.saturated);

@@ -27,7 +27,8 @@ struct DeviceStats {
   unsigned int pad;
   unsigned long long count;  // saturated or clamped elements
 };
-static_assert(sizeof(DeviceStats) == 16, "a Backend::fp8_stats_tensor slot is four 32-bit words");
+static_assert(sizeof(DeviceStats) == kFp8StatsWords * 4,
+              "DeviceStats is one Backend::fp8_stats_tensor slot");
 
 __device__ inline unsigned int magnitude_bits_without_nan(float x) {
   const unsigned int magnitude = __float_as_uint(x) & 0x7fffffffu;
@@ -197,7 +198,8 @@ void CudaBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, floa
   const cudaStream_t stream = begin_op();
   if (src.numel() == 0) return;
   // The slot's layout (fp8_stats.cc) is DeviceStats'.
-  auto* device = reinterpret_cast<DeviceStats*>(static_cast<uint32_t*>(stats.data()) + 4 * slot);
+  auto* device =
+      reinterpret_cast<DeviceStats*>(static_cast<uint32_t*>(stats.data()) + kFp8StatsWords * slot);
   const float max_value = fp8_max(fp8_format(codes.dtype()));
   gpu::dispatch_fp8(codes.dtype(), [&](auto fp8_tag) {
     using Fp8 = decltype(fp8_tag);
