@@ -27,6 +27,11 @@ enum class BackendChoice { kAuto, kCpu, kCuda };
 enum class Fp8FormatChoice { kHybrid, kE4M3 };  // hybrid: E4M3 forward, E5M2 gradients
 enum class Fp8Scaling { kDelayed, kCurrent, kMxfp8 };
 enum class AmaxCompute { kMax, kMostRecent };  // over the delayed recipe's history
+// What the forward keeps for the backward (train.activation_checkpointing):
+// everything; the GEMM outputs and residuals, recomputing attention,
+// LayerNorm outputs and GELU; or each block's input only, recomputing the
+// block.
+enum class ActivationCheckpointing { kNone, kSelective, kBlocks };
 
 // The training corpus that needs no download (DESIGN.md §2).
 inline constexpr std::string_view kBuiltinDemoData = "builtin:demo";
@@ -65,6 +70,7 @@ struct TrainSpec {
   int64_t seed = 1337;
   int64_t eval_every = 200;
   int64_t eval_batches = 20;  // 0 disables evaluation
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::kNone;
 
   friend bool operator==(const TrainSpec&, const TrainSpec&) = default;
 };
@@ -259,6 +265,13 @@ constexpr std::array<std::pair<Fp8Scaling, std::string_view>, 3> enum_names(Fp8S
 }
 constexpr std::array<std::pair<AmaxCompute, std::string_view>, 2> enum_names(AmaxCompute) {
   return {{{AmaxCompute::kMax, "max"}, {AmaxCompute::kMostRecent, "most_recent"}}};
+}
+
+constexpr std::array<std::pair<ActivationCheckpointing, std::string_view>, 3> enum_names(
+    ActivationCheckpointing) {
+  return {{{ActivationCheckpointing::kNone, "none"},
+           {ActivationCheckpointing::kSelective, "selective"},
+           {ActivationCheckpointing::kBlocks, "blocks"}}};
 }
 
 // The spec's name of `value` ("dynamic" for LossScaleMode::kDynamic).

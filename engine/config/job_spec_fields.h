@@ -39,6 +39,7 @@ void for_each_section_field(Visitor&& visit) {
   visit("train", "seed", &JobSpec::train, &TrainSpec::seed);
   visit("train", "eval_every", &JobSpec::train, &TrainSpec::eval_every);
   visit("train", "eval_batches", &JobSpec::train, &TrainSpec::eval_batches);
+  visit("train", "activation_checkpointing", &JobSpec::train, &TrainSpec::activation_checkpointing);
   visit("precision", "compute", &JobSpec::precision, &PrecisionSpec::compute);
   visit("precision", "loss_scale", &JobSpec::precision, &PrecisionSpec::loss_scale);
   visit("precision", "init_scale", &JobSpec::precision, &PrecisionSpec::init_scale);

@@ -78,22 +78,36 @@ Fp8Operand Fp8Linear::blocked(int64_t gemm, Fp8TensorKind kind, const Tensor& sr
 
 void Fp8Linear::forward(int64_t gemm, const Tensor& out, const Tensor& in, const Tensor& weight,
                         const Tensor* bias, const Tensor* gelu_out) {
+  run_forward(gemm, out, in, weight, bias, gelu_out, /*again=*/false);
+}
+
+void Fp8Linear::forward_again(int64_t gemm, const Tensor& out, const Tensor& in,
+                              const Tensor& weight, const Tensor* bias, const Tensor* gelu_out) {
+  run_forward(gemm, out, in, weight, bias, gelu_out, /*again=*/true);
+}
+
+void Fp8Linear::run_forward(int64_t gemm, const Tensor& out, const Tensor& in, const Tensor& weight,
+                            const Tensor* bias, const Tensor* gelu_out, bool again) {
   MatmulOptions options;
   options.trans_b = true;
   options.bias = bias;
   options.gelu_out = gelu_out;
   const auto g = static_cast<size_t>(gemm);
+  const bool record = !again;
   Fp8Operand input, quantized_weight;
   if (block_scaled()) {
-    input = blocked(gemm, Fp8TensorKind::kActivation, in, MxAxis::kAlongRows, true);
-    quantized_weight = blocked(gemm, Fp8TensorKind::kWeight, weight, MxAxis::kAlongRows, true);
+    input = blocked(gemm, Fp8TensorKind::kActivation, in, MxAxis::kAlongRows, record);
+    quantized_weight = blocked(gemm, Fp8TensorKind::kWeight, weight, MxAxis::kAlongRows, record);
   } else {
-    input_scales_[g] = scale_for(gemm, Fp8TensorKind::kActivation, in);
-    weight_scales_[g] = scale_for(gemm, Fp8TensorKind::kWeight, weight);
-    input = per_tensor(gemm, Fp8TensorKind::kActivation, in, input_scales_[g], true);
-    quantized_weight = per_tensor(gemm, Fp8TensorKind::kWeight, weight, weight_scales_[g], true);
+    if (!again) {
+      input_scales_[g] = scale_for(gemm, Fp8TensorKind::kActivation, in);
+      weight_scales_[g] = scale_for(gemm, Fp8TensorKind::kWeight, weight);
+    }
+    input = per_tensor(gemm, Fp8TensorKind::kActivation, in, input_scales_[g], record);
+    quantized_weight = per_tensor(gemm, Fp8TensorKind::kWeight, weight, weight_scales_[g], record);
   }
-  if (counting_) activation_counts_[g].add(backend_.magnitude_histogram({&input.codes, 1}));
+  if (counting_ && !again)
+    activation_counts_[g].add(backend_.magnitude_histogram({&input.codes, 1}));
   backend_.matmul_fp8(out, input, quantized_weight, options);
 }
 

@@ -36,6 +36,11 @@ class Fp8Linear {
   // when given, as Backend::matmul's options.
   void forward(int64_t gemm, const Tensor& out, const Tensor& in, const Tensor& weight,
                const Tensor* bias, const Tensor* gelu_out);
+  // The forward of `gemm` once more on the same input (activation
+  // checkpointing's recompute): quantized with the scales its forward
+  // used, so the codes are the forward's, and nothing recorded or counted.
+  void forward_again(int64_t gemm, const Tensor& out, const Tensor& in, const Tensor& weight,
+                     const Tensor* bias, const Tensor* gelu_out);
   // din (N,K) = dout W (overwritten); dweight (O,K) += dout^T in; dbias
   // (O) += column sums of dout when given. Needs the forward of `gemm`.
   void backward(int64_t gemm, const Tensor& din, const Tensor& dweight, const Tensor* dbias,
@@ -65,6 +70,9 @@ class Fp8Linear {
   // src (2-D) quantized in MX blocks along `axis`; recorded when `record`.
   Fp8Operand blocked(int64_t gemm, Fp8TensorKind kind, const Tensor& src, MxAxis axis, bool record);
   bool block_scaled() const;
+  // forward (again: forward_again).
+  void run_forward(int64_t gemm, const Tensor& out, const Tensor& in, const Tensor& weight,
+                   const Tensor* bias, const Tensor* gelu_out, bool again);
   // The dtype of the codes of tensors of `kind` (the recipe's format).
   DType codes_dtype(Fp8TensorKind kind) const;
 

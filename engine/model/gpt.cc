@@ -37,12 +37,13 @@ void check_id_tensor(const char* op, const char* name, const Tensor& ids, const 
 }  // namespace
 
 Gpt::Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dtype,
-         int64_t unit_alignment)
+         int64_t unit_alignment, config::ActivationCheckpointing checkpointing)
     : backend_(backend),
       config_(config),
       layout_(config_, unit_alignment),
       compute_dtype_(compute_dtype),
-      grad_dtype_(grad_dtype) {
+      grad_dtype_(grad_dtype),
+      checkpointing_(checkpointing) {
   MIXTRAIN_CHECK_ARG(is_float_compute(compute_dtype), std::string("Gpt: compute dtype ") +
                                                           dtype_name(compute_dtype) +
                                                           " must be fp32, bf16 or fp16");
@@ -95,7 +96,8 @@ void Gpt::prepare_forward(const Tensor& tokens, const Tensor* targets) {
   if (!acts_ || acts_->batch != batch || acts_->seq != seq) {
     acts_.reset();  // free the old shape's memory before allocating the new
     grad_acts_.reset();
-    acts_ = std::make_unique<GptActivations>(backend_, config_, compute_dtype_, batch, seq);
+    acts_ = std::make_unique<GptActivations>(backend_, config_, compute_dtype_, batch, seq,
+                                             checkpointing_);
   }
   backend_.copy(acts_->tokens, tokens);
   if (targets != nullptr) backend_.copy(acts_->targets, *targets);

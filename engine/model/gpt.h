@@ -4,7 +4,10 @@
 // hands them out unit by unit, so the trainer (and ZeRO) owns and
 // partitions them; per-parameter views come from ParameterLayout.
 // It owns only its activations, allocated for a batch shape (B,T) on first
-// use and reused while (B,T) stays the same.
+// use and reused while (B,T) stays the same; with activation checkpointing
+// it keeps fewer of them and the backward recomputes the rest block by
+// block, with the same ops on the same inputs, so the gradients are the
+// ones it would compute keeping everything.
 //
 // Usage per micro-batch:
 //   float loss = gpt.forward(params, tokens, targets);
@@ -28,10 +31,12 @@ class Gpt {
  public:
   // A model of `config` (validated) computing in `compute_dtype` (fp32,
   // bf16 or fp16) with gradients in `grad_dtype` (compute_dtype or fp32),
-  // whose layout pads units to `unit_alignment` (ParameterLayout). Throws
+  // whose layout pads units to `unit_alignment` (ParameterLayout), keeping
+  // what `checkpointing` says for the backward (gpt_activations.h). Throws
   // EngineError(kInvalidArgument) naming what is wrong.
   Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dtype,
-      int64_t unit_alignment = 1);
+      int64_t unit_alignment = 1,
+      config::ActivationCheckpointing checkpointing = config::ActivationCheckpointing::kNone);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
@@ -51,6 +56,7 @@ class Gpt {
   const ParameterLayout& layout() const { return layout_; }
   DType compute_dtype() const { return compute_dtype_; }
   DType grad_dtype() const { return grad_dtype_; }
+  config::ActivationCheckpointing checkpointing() const { return checkpointing_; }
 
   // Runs the model on tokens (B,T) int32 in host-readable memory, ids in
   // [0, vocab), 0 < T <= seq_len, with params (compute dtype,
@@ -97,6 +103,22 @@ class Gpt {
   void prepare_forward(const Tensor& tokens, const Tensor* targets);
   // The forward pass up to the logits (gpt_forward.cc).
   void run_forward(GptWeights& weights);
+  // out = in W^T + b for the `index`-th linear layer (weight, bias) of block
+  // `layer`, and gelu_out = GELU(out) when given; in fp8 when the model has
+  // an Fp8Linear (`again`: a recompute, which quantizes as the forward did
+  // and records nothing).
+  void linear_forward(GptWeights& weights, const Tensor& out, const Tensor& in, int64_t layer,
+                      int64_t index, BlockParameter weight, BlockParameter bias,
+                      const Tensor* gelu_out, bool again);
+  // Block l's forward from its input through the MLP's GELU, the tensors
+  // its backward reads; then, unless `again`, the MLP's projection and
+  // residual3. Block l's weights are acquired.
+  void block_forward(GptWeights& weights, int64_t l, bool again);
+  // Refills the tensors of block l that checkpointing does not keep, as the
+  // forward wrote them; block l's weights are acquired.
+  void recompute_block(GptWeights& weights, int64_t l);
+  // Block l's input: the previous block's residual3, or the embeddings.
+  const Tensor& block_input(int64_t l) const;
   // The backward pass (gpt_backward.cc) with the logits' gradient scale.
   void run_backward(GptWeights& weights, float dloss_per_position);
 
@@ -105,6 +127,7 @@ class Gpt {
   ParameterLayout layout_;
   DType compute_dtype_;
   DType grad_dtype_;
+  config::ActivationCheckpointing checkpointing_;
   std::unique_ptr<GptActivations> acts_;
   std::unique_ptr<GptActivationGrads> grad_acts_;
   Fp8Linear* fp8_ = nullptr;

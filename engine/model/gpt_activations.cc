@@ -5,12 +5,75 @@
 
 namespace mixtrain {
 
+namespace {
+
+using config::ActivationCheckpointing;
+
+// The shape of a block tensor for (B,T): per position, fp32 (LayerNorm
+// statistics); C, 3C or 4C wide; or (B,NH,T,T).
+enum class BlockShape { kRowStats, kDim, kQkv, kMlp, kAttention };
+
+// One tensor of BlockActivations: its shape, and whether each
+// checkpointing mode keeps it per block.
+struct BlockTensor {
+  Tensor BlockActivations::*member;
+  BlockShape shape;
+  bool kept_by_selective;
+  bool kept_by_blocks;
+};
+
+constexpr BlockTensor kBlockTensors[] = {
+    {&BlockActivations::ln1, BlockShape::kDim, false, false},
+    {&BlockActivations::ln1_mean, BlockShape::kRowStats, true, false},
+    {&BlockActivations::ln1_rstd, BlockShape::kRowStats, true, false},
+    {&BlockActivations::qkv, BlockShape::kQkv, true, false},
+    {&BlockActivations::att, BlockShape::kAttention, false, false},
+    {&BlockActivations::atty, BlockShape::kDim, false, false},
+    {&BlockActivations::residual2, BlockShape::kDim, true, false},
+    {&BlockActivations::ln2, BlockShape::kDim, false, false},
+    {&BlockActivations::ln2_mean, BlockShape::kRowStats, true, false},
+    {&BlockActivations::ln2_rstd, BlockShape::kRowStats, true, false},
+    {&BlockActivations::fch, BlockShape::kMlp, true, false},
+    {&BlockActivations::fch_gelu, BlockShape::kMlp, false, false},
+    {&BlockActivations::residual3, BlockShape::kDim, true, true},
+};
+
+bool kept(const BlockTensor& tensor, ActivationCheckpointing mode) {
+  switch (mode) {
+    case ActivationCheckpointing::kNone:
+      return true;
+    case ActivationCheckpointing::kSelective:
+      return tensor.kept_by_selective;
+    case ActivationCheckpointing::kBlocks:
+      return tensor.kept_by_blocks;
+  }
+  return true;
+}
+
+}  // namespace
+
 GptActivations::GptActivations(Backend& backend, const GptConfig& config, DType dtype,
-                               int64_t batch_size, int64_t seq_len)
-    : batch(batch_size), seq(seq_len) {
+                               int64_t batch_size, int64_t seq_len,
+                               ActivationCheckpointing checkpointing_mode)
+    : batch(batch_size), seq(seq_len), checkpointing(checkpointing_mode) {
   const int64_t b = batch, t = seq, c = config.dim;
   auto alloc = [&](const Shape& shape, DType type) {
     return backend.empty(shape, type, MemoryCategory::kActivations);
+  };
+  auto alloc_block_tensor = [&](BlockShape shape) {
+    switch (shape) {
+      case BlockShape::kRowStats:
+        return alloc({b, t}, DType::kF32);
+      case BlockShape::kQkv:
+        return alloc({b, t, 3 * c}, dtype);
+      case BlockShape::kMlp:
+        return alloc({b, t, 4 * c}, dtype);
+      case BlockShape::kAttention:
+        return alloc({b, config.heads, t, t}, dtype);
+      case BlockShape::kDim:
+        break;
+    }
+    return alloc({b, t, c}, dtype);
   };
   tokens = alloc({b * t}, DType::kI32);
   targets = alloc({b * t}, DType::kI32);
@@ -21,20 +84,11 @@ GptActivations::GptActivations(Backend& backend, const GptConfig& config, DType 
 
   encoded = alloc({b, t, c}, dtype);
   blocks.resize(static_cast<size_t>(config.layers));
-  for (BlockActivations& block : blocks) {
-    block.ln1 = alloc({b, t, c}, dtype);
-    block.ln1_mean = alloc({b, t}, DType::kF32);
-    block.ln1_rstd = alloc({b, t}, DType::kF32);
-    block.qkv = alloc({b, t, 3 * c}, dtype);
-    block.att = alloc({b, config.heads, t, t}, dtype);
-    block.atty = alloc({b, t, c}, dtype);
-    block.residual2 = alloc({b, t, c}, dtype);
-    block.ln2 = alloc({b, t, c}, dtype);
-    block.ln2_mean = alloc({b, t}, DType::kF32);
-    block.ln2_rstd = alloc({b, t}, DType::kF32);
-    block.fch = alloc({b, t, 4 * c}, dtype);
-    block.fch_gelu = alloc({b, t, 4 * c}, dtype);
-    block.residual3 = alloc({b, t, c}, dtype);
+  for (const BlockTensor& tensor : kBlockTensors) {
+    const bool per_block = kept(tensor, checkpointing);
+    const Tensor shared = per_block ? Tensor() : alloc_block_tensor(tensor.shape);
+    for (BlockActivations& block : blocks)
+      block.*tensor.member = per_block ? alloc_block_tensor(tensor.shape) : shared;
   }
   projection = alloc({b, t, c}, dtype);
   lnf = alloc({b, t, c}, dtype);

@@ -62,10 +62,13 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
 
   // d.residual holds the gradient of block l's residual3 on entry and of its
   // input x on exit; the residual adds pass it through unchanged.
+  // With checkpointing, the last block's recomputed tensors still hold what
+  // the forward wrote there; every earlier block's are recomputed first.
   for (int64_t l = config_.layers - 1; l >= 0; --l) {
     BlockActivations& blk = a.blocks[static_cast<size_t>(l)];
-    const Tensor& x = l == 0 ? a.encoded : a.blocks[static_cast<size_t>(l - 1)].residual3;
+    const Tensor& x = block_input(l);
     weights.acquire(layout_.block_unit(l), GptPass::kBackward);
+    if (l < config_.layers - 1) recompute_block(weights, l);
     // MLP sub-block.
     linear_backward(d.fch_gelu, d.residual, blk.fch_gelu, l, 3, BlockParameter::kMlpProjWeight,
                     BlockParameter::kMlpProjBias);

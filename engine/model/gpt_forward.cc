@@ -1,34 +1,99 @@
 // Why: the GPT-2 forward pass, one Backend op per line as in llm.c's
-// gpt2_forward. Shapes are (B,T,C); linear layers compute x W^T + b with W
-// (out,in), so every matmul runs on (B*T, .) row views with trans_b.
+// gpt2_forward, and the recompute of a block's dropped tensors that
+// activation checkpointing runs before the block's backward. Shapes are
+// (B,T,C); linear layers compute x W^T + b with W (out,in), so every
+// matmul runs on (B*T, .) row views with trans_b.
 #include "engine/model/gpt.h"
 #include "engine/model/row_view.h"
 
 namespace mixtrain {
 
+using config::ActivationCheckpointing;
+
+void Gpt::linear_forward(GptWeights& weights, const Tensor& out, const Tensor& in, int64_t layer,
+                         int64_t index, BlockParameter weight, BlockParameter bias,
+                         const Tensor* gelu_out, bool again) {
+  const Tensor b = weights.param(layout_.block(layer, bias));
+  const Tensor w = weights.param(layout_.block(layer, weight));
+  const Tensor gelu_rows = gelu_out != nullptr ? rows(*gelu_out) : Tensor();
+  const Tensor* gelu = gelu_out != nullptr ? &gelu_rows : nullptr;
+  if (fp8_ != nullptr) {
+    if (again) {
+      fp8_->forward_again(4 * layer + index, rows(out), rows(in), w, &b, gelu);
+    } else {
+      fp8_->forward(4 * layer + index, rows(out), rows(in), w, &b, gelu);
+    }
+    return;
+  }
+  MatmulOptions options;
+  options.trans_b = true;
+  options.bias = &b;
+  options.gelu_out = gelu;
+  backend_.matmul(rows(out), rows(in), w, options);
+}
+
+const Tensor& Gpt::block_input(int64_t l) const {
+  return l == 0 ? acts_->encoded : acts_->blocks[static_cast<size_t>(l - 1)].residual3;
+}
+
+void Gpt::block_forward(GptWeights& weights, int64_t l, bool again) {
+  GptActivations& a = *acts_;
+  Backend& be = backend_;
+  BlockActivations& blk = a.blocks[static_cast<size_t>(l)];
+  const Tensor& x = block_input(l);
+  auto param = [&](BlockParameter parameter) { return weights.param(layout_.block(l, parameter)); };
+  // attention sub-block: residual2 = x + c_proj(attn(c_attn(ln_1(x))))
+  be.layernorm_forward(blk.ln1, blk.ln1_mean, blk.ln1_rstd, x, param(BlockParameter::kLn1Weight),
+                       param(BlockParameter::kLn1Bias));
+  linear_forward(weights, blk.qkv, blk.ln1, l, 0, BlockParameter::kAttnQkvWeight,
+                 BlockParameter::kAttnQkvBias, nullptr, again);
+  be.attention_forward(blk.atty, blk.att, blk.qkv, static_cast<int>(config_.heads));
+  linear_forward(weights, a.projection, blk.atty, l, 1, BlockParameter::kAttnProjWeight,
+                 BlockParameter::kAttnProjBias, nullptr, again);
+  be.add(blk.residual2, x, a.projection);
+  // MLP sub-block: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
+  be.layernorm_forward(blk.ln2, blk.ln2_mean, blk.ln2_rstd, blk.residual2,
+                       param(BlockParameter::kLn2Weight), param(BlockParameter::kLn2Bias));
+  // Selective checkpointing recomputes the GELU alone, so the forward runs
+  // it alone too: the backward then reads the values the forward used even
+  // where the fused epilogue would round differently (CUDA).
+  const bool separate_gelu = checkpointing_ == ActivationCheckpointing::kSelective;
+  linear_forward(weights, blk.fch, blk.ln2, l, 2, BlockParameter::kMlpFcWeight,
+                 BlockParameter::kMlpFcBias, separate_gelu ? nullptr : &blk.fch_gelu, again);
+  if (separate_gelu) be.gelu_forward(blk.fch_gelu, blk.fch);
+  if (again) return;
+  linear_forward(weights, a.projection, blk.fch_gelu, l, 3, BlockParameter::kMlpProjWeight,
+                 BlockParameter::kMlpProjBias, nullptr, again);
+  be.add(blk.residual3, blk.residual2, a.projection);
+}
+
+void Gpt::recompute_block(GptWeights& weights, int64_t l) {
+  switch (checkpointing_) {
+    case ActivationCheckpointing::kNone:
+      return;
+    case ActivationCheckpointing::kBlocks:
+      block_forward(weights, l, /*again=*/true);
+      return;
+    case ActivationCheckpointing::kSelective:
+      break;
+  }
+  // Selective keeps the GEMM outputs and LayerNorm statistics; rewriting
+  // the statistics writes the values they hold.
+  Backend& be = backend_;
+  BlockActivations& blk = acts_->blocks[static_cast<size_t>(l)];
+  auto param = [&](BlockParameter parameter) { return weights.param(layout_.block(l, parameter)); };
+  be.layernorm_forward(blk.ln1, blk.ln1_mean, blk.ln1_rstd, block_input(l),
+                       param(BlockParameter::kLn1Weight), param(BlockParameter::kLn1Bias));
+  be.attention_forward(blk.atty, blk.att, blk.qkv, static_cast<int>(config_.heads));
+  be.layernorm_forward(blk.ln2, blk.ln2_mean, blk.ln2_rstd, blk.residual2,
+                       param(BlockParameter::kLn2Weight), param(BlockParameter::kLn2Bias));
+  be.gelu_forward(blk.fch_gelu, blk.fch);
+}
+
 void Gpt::run_forward(GptWeights& weights) {
   GptActivations& a = *acts_;
   Backend& be = backend_;
   auto param = [&](const ParameterInfo& info) { return weights.param(info); };
-  // out = in W^T + b for the linear layer (weight, bias) of `layer`, the
-  // block's `index`-th GEMM, and gelu_out = gelu(out) when given (fused
-  // into the GEMM on CUDA); in fp8 when the model has an Fp8Linear.
-  auto linear = [&](const Tensor& out, const Tensor& in, int64_t layer, int64_t index,
-                    BlockParameter weight, BlockParameter bias, const Tensor* gelu_out = nullptr) {
-    const Tensor b = param(layout_.block(layer, bias));
-    const Tensor w = param(layout_.block(layer, weight));
-    const Tensor gelu_rows = gelu_out != nullptr ? rows(*gelu_out) : Tensor();
-    const Tensor* gelu = gelu_out != nullptr ? &gelu_rows : nullptr;
-    if (fp8_ != nullptr) {
-      fp8_->forward(4 * layer + index, rows(out), rows(in), w, &b, gelu);
-      return;
-    }
-    MatmulOptions options;
-    options.trans_b = true;
-    options.bias = &b;
-    options.gelu_out = gelu;
-    be.matmul(rows(out), rows(in), w, options);
-  };
 
   // encoded = wte[tokens] + wpe[t]; the embeddings stay acquired for the head.
   weights.acquire(ParameterLayout::kEmbeddingsUnit, GptPass::kForward);
@@ -36,27 +101,8 @@ void Gpt::run_forward(GptWeights& weights) {
   be.embedding_forward(rows(a.encoded), a.positions, param(layout_.wpe()), /*accumulate=*/true);
 
   for (int64_t l = 0; l < config_.layers; ++l) {
-    BlockActivations& blk = a.blocks[static_cast<size_t>(l)];
-    const Tensor& x = l == 0 ? a.encoded : a.blocks[static_cast<size_t>(l - 1)].residual3;
     weights.acquire(layout_.block_unit(l), GptPass::kForward);
-    // attention sub-block: residual2 = x + c_proj(attn(c_attn(ln_1(x))))
-    be.layernorm_forward(blk.ln1, blk.ln1_mean, blk.ln1_rstd, x,
-                         param(layout_.block(l, BlockParameter::kLn1Weight)),
-                         param(layout_.block(l, BlockParameter::kLn1Bias)));
-    linear(blk.qkv, blk.ln1, l, 0, BlockParameter::kAttnQkvWeight, BlockParameter::kAttnQkvBias);
-    be.attention_forward(blk.atty, blk.att, blk.qkv, static_cast<int>(config_.heads));
-    linear(a.projection, blk.atty, l, 1, BlockParameter::kAttnProjWeight,
-           BlockParameter::kAttnProjBias);
-    be.add(blk.residual2, x, a.projection);
-    // MLP sub-block: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2))))
-    be.layernorm_forward(blk.ln2, blk.ln2_mean, blk.ln2_rstd, blk.residual2,
-                         param(layout_.block(l, BlockParameter::kLn2Weight)),
-                         param(layout_.block(l, BlockParameter::kLn2Bias)));
-    linear(blk.fch, blk.ln2, l, 2, BlockParameter::kMlpFcWeight, BlockParameter::kMlpFcBias,
-           &blk.fch_gelu);
-    linear(a.projection, blk.fch_gelu, l, 3, BlockParameter::kMlpProjWeight,
-           BlockParameter::kMlpProjBias);
-    be.add(blk.residual3, blk.residual2, a.projection);
+    block_forward(weights, l, /*again=*/false);
     weights.release(layout_.block_unit(l), GptPass::kForward);
   }
 

@@ -80,7 +80,7 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
       fp8_linear_(fp8_recipe_ ? std::make_unique<Fp8Linear>(backend_, *fp8_recipe_) : nullptr),
       gpt_(backend_, gpt_config(spec_.model), config::model_dtype(spec_.precision),
            options_.grads_fp32 ? DType::kF32 : config::model_dtype(spec_.precision),
-           world_size(options_.comm)),
+           world_size(options_.comm), spec_.train.activation_checkpointing),
       data_(load_train_val(spec_.data, spec_.model.vocab, spec_.model.seq_len, options_.data_root)),
       sampler_(data_.train, sampler_config(spec_, options_.comm)),
       lr_schedule_(lr_config(spec_.train)),

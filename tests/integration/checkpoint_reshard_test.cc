@@ -21,8 +21,9 @@
 
 #include "engine/checkpoint/checkpoint_store.h"
 #include "engine/checkpoint/sharded_vector.h"
-#include "test_support/temp_dir.h"
 #include "engine/train/trainer_checkpoint_files.h"
+#include "test_support/temp_dir.h"
+#include "train_process.h"
 #include "weight_difference.h"
 
 namespace mixtrain {
@@ -46,19 +47,10 @@ class CheckpointReshard : public testing::Test {
   // Runs the job as `run` says; returns its checkpoint directory.
   fs::path train(const RunConfig& run) {
     const fs::path dir = temp_.path() / run.name;
-    fs::create_directories(dir);
-    std::string command = std::string("MIXTRAIN_COMM_TIMEOUT_SECONDS=60 ") + MIXTRAIN_BINARY +
-                          " train " + spec_path().string() + " --nproc " +
-                          std::to_string(run.ranks) +
-                          " --set train.micro_batch=" + std::to_string(kGlobalBatch / run.ranks) +
-                          " --set zero.stage=" + std::to_string(run.stage) +
-                          " --set checkpoint.dir=" + (dir / "ckpt").string();
-    if (run.resume) command += " --resume " + run.resume->string();
-    command += " >" + (dir / "log.txt").string() + " 2>&1";
-    const int status = std::system(command.c_str());
-    std::ifstream log(dir / "log.txt");
-    EXPECT_EQ(status, 0) << run.name << ":\n"
-                         << std::string(std::istreambuf_iterator<char>(log), {});
+    std::string args = "--set train.micro_batch=" + std::to_string(kGlobalBatch / run.ranks) +
+                       " --set zero.stage=" + std::to_string(run.stage);
+    if (run.resume) args += " --resume " + run.resume->string();
+    run_train(spec_path(), run.ranks, args, dir);
     return dir / "ckpt";
   }
 

@@ -21,8 +21,9 @@
 
 #include "engine/common/json.h"
 #include "engine/model/parameter_layout.h"
-#include "test_support/temp_dir.h"
 #include "engine/train/trainer_checkpoint_files.h"
+#include "test_support/temp_dir.h"
+#include "train_process.h"
 #include "weight_difference.h"
 
 namespace mixtrain {
@@ -50,21 +51,13 @@ class ZeroEquivalence : public testing::Test {
   // Trains the job with `config` and returns the final master weights.
   std::vector<float> train(const RunConfig& config, Json* summary = nullptr) {
     const std::filesystem::path dir = temp_.path() / config.name();
-    std::filesystem::create_directories(dir);
-    const std::string command =
-        std::string("MIXTRAIN_COMM_TIMEOUT_SECONDS=60 ") + MIXTRAIN_BINARY + " train " +
-        spec_path().string() + " --nproc " + std::to_string(config.ranks) +
-        " --set train.micro_batch=" + std::to_string(kGlobalBatch / config.ranks) +
-        " --set zero.stage=" + std::to_string(config.stage) +
-        " --set zero.offload_optimizer=" + (config.offload_optimizer ? "cpu" : "none") +
-        " --set zero.offload_params=" + (config.offload_params ? "cpu" : "none") +
-        " --set precision.compute=" + config.compute + " " + config.extra +
-        " --set checkpoint.dir=" + (dir / "ckpt").string() + " --summary-json " +
-        (dir / "summary.json").string() + " >" + (dir / "log.txt").string() + " 2>&1";
-    const int status = std::system(command.c_str());
-    std::ifstream log(dir / "log.txt");
-    const std::string text((std::istreambuf_iterator<char>(log)), {});
-    EXPECT_EQ(status, 0) << config.name() << ":\n" << text;
+    run_train(spec_path(), config.ranks,
+              "--set train.micro_batch=" + std::to_string(kGlobalBatch / config.ranks) +
+                  " --set zero.stage=" + std::to_string(config.stage) +
+                  " --set zero.offload_optimizer=" + (config.offload_optimizer ? "cpu" : "none") +
+                  " --set zero.offload_params=" + (config.offload_params ? "cpu" : "none") +
+                  " --set precision.compute=" + config.compute + " " + config.extra,
+              dir);
     if (summary != nullptr) {
       std::ifstream in(dir / "summary.json");
       *summary = parse_json(std::string((std::istreambuf_iterator<char>(in)), {}));

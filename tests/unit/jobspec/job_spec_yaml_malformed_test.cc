@@ -70,6 +70,9 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"unknown_loss_scale", HEAD "precision:\n  loss_scale: auto\n",
                       "t.yaml:4: precision.loss_scale: expected one of dynamic, static, none, "
                       "got 'auto'"},
+        MalformedCase{"unknown_checkpointing", HEAD "train: {activation_checkpointing: full}\n",
+                      "t.yaml:3: train.activation_checkpointing: expected one of none, "
+                      "selective, blocks, got 'full'"},
         MalformedCase{"unknown_backend", HEAD "resources: {backend: rocm}\n",
                       "t.yaml:3: resources.backend: expected one of auto, cpu, cuda, got 'rocm'"},
         MalformedCase{"one_beta", HEAD "train: {betas: [0.9]}\n",

@@ -48,6 +48,7 @@ train:
   seed: 7
   eval_every: 10
   eval_batches: 3
+  activation_checkpointing: selective
 precision:
   compute: fp16
   loss_scale: dynamic
@@ -71,7 +72,19 @@ retries: {max_restarts: 0}
   expected.name = "full";
   expected.model = {config::ModelArch::kGpt, 2, 2, 64, 32, 300, "start.safetensors"};
   expected.data = {"train.bin", "val.bin", std::nullopt, config::DataFormat::kTokens};
-  expected.train = {40, 4, 2, 3.0e-4, 3e-5, 5, 0.0, {0.8, 0.99}, 0.5, 7, 10, 3};
+  expected.train = {40,
+                    4,
+                    2,
+                    3.0e-4,
+                    3e-5,
+                    5,
+                    0.0,
+                    {0.8, 0.99},
+                    0.5,
+                    7,
+                    10,
+                    3,
+                    config::ActivationCheckpointing::kSelective};
   expected.precision = {DType::kF16, config::LossScaleMode::kDynamic, 1024, 4.0, 0.25, 100, 2, 0.5,
                         131072.0,    config::OnMinScale::kContinue};
   expected.zero = {3, config::OffloadTarget::kCpu, config::OffloadTarget::kCpu, 8,
