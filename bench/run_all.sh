@@ -43,6 +43,9 @@ echo
 if /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "== training throughput: mixtrain train vs PyTorch (several minutes)"
   /usr/bin/python3 bench/train_vs_pytorch.py "$build"
+  echo
+  echo "== activation checkpointing: memory and step time, mixtrain and PyTorch (3 minutes)"
+  /usr/bin/python3 bench/activation_checkpointing_bench.py "$build"
 else
   echo "== training throughput vs PyTorch: skipped (/usr/bin/python3 cannot import torch)"
 fi

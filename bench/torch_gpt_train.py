@@ -17,12 +17,14 @@ the reference netlib BLAS unless e.g. libopenblas0 is):
 On a GPU (--device cuda, bench/gpu_train_bench.py) it is what a PyTorch
 user runs there: flash attention (scaled_dot_product_attention), fused
 AdamW, bf16 autocast, and with --compile the model under torch.compile;
-the line then says device=NAME instead of blas=.
+the line then says device=NAME instead of blas=. --checkpoint-blocks
+wraps each block in torch.utils.checkpoint (non-reentrant), the peer of
+mixtrain's train.activation_checkpointing: blocks.
 
 Usage: torch_gpt_train.py [--precision fp32|bf16] [--data FILE] [--steps N]
        [--warmup N] [--min-seconds S] [--layers 6] [--heads 6] [--dim 384]
        [--seq-len 256] [--micro-batch 8] [--vocab 256] [--seed 1337]
-       [--device cpu|cuda] [--compile]
+       [--device cpu|cuda] [--compile] [--checkpoint-blocks]
 Without --data it trains on random tokens (throughput does not depend on them).
 """
 import argparse
@@ -33,6 +35,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 INIT_STD = 0.02
 
@@ -65,9 +68,10 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, heads, dim, seq_len, vocab):
+    def __init__(self, layers, heads, dim, seq_len, vocab, checkpoint_blocks=False):
         super().__init__()
         self.vocab = vocab
+        self.checkpoint_blocks = checkpoint_blocks
         self.wte = nn.Embedding(vocab, dim)
         self.wpe = nn.Embedding(seq_len, dim)
         self.blocks = nn.ModuleList(Block(dim, heads, seq_len) for _ in range(layers))
@@ -84,7 +88,10 @@ class GPT(nn.Module):
     def forward(self, tokens, targets):  # tokens, targets (B,T)
         x = self.wte(tokens) + self.wpe(torch.arange(tokens.shape[1], device=tokens.device))
         for block in self.blocks:
-            x = block(x)
+            if self.checkpoint_blocks:
+                x = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
         logits = self.ln_f(x) @ self.wte.weight.t()  # tied head
         return F.cross_entropy(logits.view(-1, self.vocab), targets.reshape(-1))
 
@@ -121,12 +128,14 @@ def main():
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--checkpoint-blocks", action="store_true")
     args = parser.parse_args()
 
     cuda = args.device == "cuda"
     torch.set_num_threads(os.cpu_count())
     torch.manual_seed(args.seed)
-    model = GPT(args.layers, args.heads, args.dim, args.seq_len, args.vocab).to(args.device)
+    model = GPT(args.layers, args.heads, args.dim, args.seq_len, args.vocab,
+                args.checkpoint_blocks).to(args.device)
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() != 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
