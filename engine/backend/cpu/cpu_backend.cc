@@ -61,6 +61,8 @@ CpuBackend::CpuBackend()
 
 CpuBackend::~CpuBackend() = default;
 
+bool CpuBackend::gemm_runs_without_staging(DType type) { return gemm_->runs_without_staging(type); }
+
 void CpuBackend::copy(const Tensor& dst, const Tensor& src, StreamKind) {
   check_same_size(dst, src, "copy");
   if (dst.data() != src.data()) std::memmove(dst.data(), src.data(), src.nbytes());

@@ -72,6 +72,9 @@ class CpuBackend final : public Backend {
   NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors, float inv_scale) override;
   MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors) override;
 
+  // CpuGemm::runs_without_staging.
+  bool gemm_runs_without_staging(DType type);
+
  private:
   std::unique_ptr<CpuGemm> gemm_;
 };

@@ -189,6 +189,18 @@ CpuGemm::CpuGemm(Backend& backend) : impl_(std::make_unique<Impl>(backend)) {}
 
 CpuGemm::~CpuGemm() = default;
 
+bool CpuGemm::runs_without_staging(DType type) {
+  if (type == DType::kF32) return true;
+#ifdef MIXTRAIN_WITH_DNNL
+  GemmSpec spec;
+  spec.m = spec.n = spec.k = 64;
+  spec.ab_type = spec.c_type = type;
+  return impl_->onednn.supports(spec);
+#else
+  return false;
+#endif
+}
+
 void CpuGemm::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
                      const MatmulOptions& options) {
   const GemmSpec spec = describe_matmul(c, a, b, options);

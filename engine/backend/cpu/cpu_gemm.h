@@ -19,6 +19,10 @@ class CpuGemm {
   ~CpuGemm();
   // Backend::matmul's contract.
   void matmul(const Tensor& c, const Tensor& a, const Tensor& b, const MatmulOptions& options);
+  // True when products of `type` inputs and output run on a kernel for
+  // that dtype, without fp32 workspace copies of the operands (what the
+  // memory planner needs to know of this CPU).
+  bool runs_without_staging(DType type);
 
  private:
   struct Impl;

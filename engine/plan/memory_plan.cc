@@ -1,0 +1,234 @@
+// Why: see memory_plan.h. Each figure follows the code that allocates it,
+// named beside the formula, so a change there shows here as a failing
+// plan_accuracy test.
+#include "engine/plan/memory_plan.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/gpt_config.h"
+#include "engine/model/parameter_layout.h"
+#include "engine/plan/checked_bytes.h"
+#include "engine/zero/zero_placement.h"
+
+namespace mixtrain::plan {
+namespace {
+
+using config::ActivationCheckpointing;
+
+// The sizes one micro-batch works on.
+struct Dims {
+  int64_t batch, seq, dim, heads, layers, padded_vocab;
+  int64_t positions;  // batch * seq
+  int64_t element;    // bytes of the model dtype (activations, weights, gradients)
+  DType model;
+};
+
+// GptActivations and GptActivationGrads (gpt_activations.h) for `mode`,
+// and the trainer's host-readable token and target batches.
+int64_t activation_bytes(const Dims& d, ActivationCheckpointing mode) {
+  const int64_t e = d.element, c = d.dim;
+  const int64_t attention = checked_product({e, d.heads, d.seq}, "the attention probabilities");
+  // Per position: ids (3 x int32), the embeddings, the projection
+  // scratch, ln_f and its statistics, the logits, the losses.
+  const int64_t outside = checked_sum({12, 3 * e * c, 8, e * d.padded_vocab, 4}, "activations");
+  // Per position of one block, all of it: ln1, qkv, att, atty, residual2,
+  // ln2, fch, fch_gelu, residual3 (16 C) and four fp32 statistics.
+  const int64_t whole_block = checked_sum({16 * e * c, attention, 16}, "activations");
+  int64_t kept = whole_block;  // per block and position
+  switch (mode) {
+    case ActivationCheckpointing::kNone:
+      break;
+    case ActivationCheckpointing::kSelective:  // qkv, residual2, fch, residual3, statistics
+      kept = 9 * e * c + 16;
+      break;
+    case ActivationCheckpointing::kBlocks:  // residual3
+      kept = e * c;
+      break;
+  }
+  const int64_t shared = whole_block - kept;  // one block's recomputed tensors
+  const int64_t gradients = 10 * e * c;       // residual, btc, fch_gelu, fch
+  const int64_t per_position =
+      checked_sum({outside, checked_product({d.layers, kept}, "activations"), shared, gradients, 8},
+                  "activations");
+  return checked_product({d.positions, per_position}, "activations");
+}
+
+// The largest workspace one op of the CPU backend holds.
+int64_t cpu_workspace_bytes(const Dims& d, const PlanTarget& target) {
+  const int64_t pc = checked_product({d.positions, d.dim}, "workspace");
+  const int64_t bhtt = checked_product({d.batch, d.heads, d.seq, d.seq}, "workspace");
+  const bool bf16 = d.model == DType::kBF16, fp16 = d.model == DType::kF16;
+  // cpu_attention.cc, attention_backward: q, k, v and dy split by head in
+  // the operand dtype (bf16, else fp32), P copied to fp32 for fp16, dq dk
+  // dv and dP in fp32, dS in bf16; then either dqkv's fp32 copy for
+  // fp16's accumulation or, where bf16 GEMMs are staged, the fp32 copies
+  // of dS and k (the larger of the two at the end).
+  const int64_t operand = bf16 ? 2 : 4;
+  const int64_t attention = checked_sum(
+      {checked_product({4, pc, operand}, "workspace"),
+       fp16 ? checked_product({bhtt, 4}, "workspace") : 0, checked_product({3, pc, 4}, "workspace"),
+       checked_product({bhtt, 4}, "workspace"), bf16 ? checked_product({bhtt, 2}, "workspace") : 0,
+       std::max(
+           fp16 ? checked_product({3, pc, 4}, "workspace") : 0,
+           bf16 && target.bf16_gemm_staged ? checked_product({bhtt + pc, 4}, "workspace") : 0)},
+      "workspace");
+  // cpu_gemm.cc: a GEMM without a kernel for its dtype runs on fp32 copies
+  // of A, B and C (and the bias): the MLP's (P x C, 4C x C, P x 4C) or the
+  // head's (P x C, Vp x C, P x Vp).
+  const bool staged = fp16 || (bf16 && target.bf16_gemm_staged);
+  const int64_t mlp =
+      checked_sum({5 * pc, checked_product({4 * d.dim, d.dim + 1}, "workspace")}, "workspace");
+  const int64_t head = checked_sum(
+      {pc, checked_product({d.padded_vocab, d.dim + d.positions}, "workspace")}, "workspace");
+  const int64_t staging = staged ? checked_product({4, std::max(mlp, head)}, "workspace") : 0;
+  // cpu_elementwise.cc: a binary op's three fp32 chunks of 4096 per thread.
+  const int64_t elementwise = checked_product({target.cpu_threads, 3 * 4096 * 4}, "workspace");
+  // compute fp8 (fp8_linear.cc, fp8_matmul.cc): the largest GEMM's operands
+  // as codes (1 byte) and their bf16 values, dequantized for the GEMM.
+  const int64_t fp8 =
+      d.model == DType::kFP8E4M3
+          ? checked_product({3, checked_sum({5 * pc, 4 * d.dim * d.dim}, "workspace")}, "workspace")
+          : 0;
+  return std::max({attention, staging, elementwise, fp8});
+}
+
+// CUDA (cuda_backend.cc): cuBLAS's workspace (32 MiB from Hopper on) and
+// the scratch buffer, grown in 2 MiB steps to the attention backward's
+// fp32 scores and their gradient, dout and dqkv staged in fp32.
+int64_t cuda_workspace_bytes(const Dims& d) {
+  const int64_t bhtt = checked_product({d.batch, d.heads, d.seq, d.seq}, "workspace");
+  const int64_t pc = checked_product({d.positions, d.dim}, "workspace");
+  const int64_t scratch = checked_sum({checked_product({bhtt, 4 + d.element}, "workspace"),
+                                       checked_product({pc, 4 * 4}, "workspace")},
+                                      "workspace");
+  constexpr int64_t kStep = int64_t{2} << 20;
+  return checked_sum({int64_t{32} << 20, (scratch + kStep - 1) / kStep * kStep}, "workspace");
+}
+
+}  // namespace
+
+PlanTarget cpu_target(int64_t world_size) {
+  PlanTarget target;
+  target.world_size = world_size;
+  target.cpu_threads =
+      std::max<int64_t>(1, omp_get_max_threads() / std::max<int64_t>(1, world_size));
+  CpuBackend backend;
+  target.bf16_gemm_staged = !backend.gemm_runs_without_staging(DType::kBF16);
+  return target;
+}
+
+int64_t MemoryPlan::peak(MemoryPool pool) const {
+  int64_t total = 0;
+  for (int64_t bytes : this->bytes[static_cast<size_t>(pool)])
+    total = checked_sum({total, bytes}, "the peak");
+  return total;
+}
+
+MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
+  const int64_t ranks = target.world_size;
+  const GptConfig model = gpt_config(spec.model);
+  const ParameterLayout layout(model, ranks);
+  const DType dtype = config::model_dtype(spec.precision);
+  const Dims d{spec.train.micro_batch,
+               spec.model.seq_len,
+               model.dim,
+               model.heads,
+               model.layers,
+               model.padded_vocab(),
+               checked_product({spec.train.micro_batch, spec.model.seq_len}, "the batch"),
+               static_cast<int64_t>(dtype_size(dtype)),
+               config::is_fp8_compute(spec.precision) ? DType::kFP8E4M3 : dtype};
+  const int64_t e = d.element;
+  const int64_t psi = layout.numel();  // padded for the ranks: each rank's shard is psi / ranks
+  const int64_t shard = psi / ranks;
+  const ZeroSettings settings = zero_settings(spec.zero);
+  const ZeroPlacement placement = zero_placement(settings, dtype);
+
+  MemoryPlan plan;
+  auto add = [&](MemoryPool pool, MemoryCategory category, int64_t bytes) {
+    int64_t& slot = plan.bytes[static_cast<size_t>(pool)][static_cast<size_t>(category)];
+    slot = checked_sum({slot, bytes}, memory_category_name(category));
+  };
+  auto elements = [&](const StatePlacement& state) {
+    return state.extent == Extent::kPartition ? shard : psi;
+  };
+  // The model states (zero_engine.cc through zero_placement).
+  if (!placement.weights_are_master)
+    add(placement.weights.pool, MemoryCategory::kParams,
+        checked_product({e, elements(placement.weights)}, "params"));
+  add(placement.gradients.pool, MemoryCategory::kGrads,
+      checked_product({e, elements(placement.gradients)}, "grads"));
+  add(placement.optimizer.pool, MemoryCategory::kMasterParams,
+      checked_product({4, elements(placement.optimizer)}, "master params"));
+  add(placement.optimizer.pool, MemoryCategory::kOptimizerState,
+      checked_product({8, elements(placement.optimizer)}, "optimizer state"));
+  // host_optimizer.cc: the partition's gradients and updated weights in
+  // the host pool, on their way between the pools.
+  if (placement.optimizer.pool == MemoryPool::kHost)
+    add(MemoryPool::kHost, MemoryCategory::kCommBuffers,
+        checked_product({2 * e, elements(placement.optimizer)}, "comm buffers"));
+
+  add(MemoryPool::kDevice, MemoryCategory::kActivations,
+      activation_bytes(d, spec.train.activation_checkpointing));
+
+  const int64_t embeddings = layout.units()[ParameterLayout::kEmbeddingsUnit].padded_numel;
+  const int64_t block = layout.units()[layout.block_unit(0)].padded_numel;
+  const int64_t lnf = layout.units()[layout.lnf_unit()].padded_numel;
+  if (settings.stage == 3) {
+    // unit_gatherer.cc: the embeddings (held for the head), the block in
+    // use and the one prefetched, and ln_f's buffer kept for reuse.
+    add(MemoryPool::kDevice, MemoryCategory::kGatheredParams,
+        checked_product({e, embeddings + std::min<int64_t>(2, d.layers) * block + lnf},
+                        "gathered params"));
+  }
+  if (settings.stage >= 2 && ranks > 1) {
+    // gradient_reduction.cc, ReduceScatterBuckets: the embeddings' bucket
+    // (filled by the head and the embedding backward), ln_f's, the block
+    // being filled and two in flight, a reduced shard of each size; the
+    // ring's two chunk buffers (ring_collectives.cc).
+    const int64_t buckets = embeddings + lnf + std::min<int64_t>(3, d.layers) * block;
+    const int64_t shards = (embeddings + block + lnf) / ranks;
+    const int64_t ring = 2 * ((block + ranks - 1) / ranks);
+    add(MemoryPool::kDevice, MemoryCategory::kCommBuffers,
+        checked_product({e, buckets + shards + ring}, "comm buffers"));
+  }
+  add(MemoryPool::kDevice, MemoryCategory::kWorkspace,
+      target.cuda ? cuda_workspace_bytes(d) : cpu_workspace_bytes(d, target));
+
+  // Per-step costs.
+  const int64_t accum = spec.train.grad_accum;
+  const int64_t ring_share = ranks > 1 ? psi / ranks * (ranks - 1) : 0;  // Ψ(N-1)/N
+  switch (settings.stage) {
+    case 0:
+    case 1:
+      plan.comm_elements_per_step = 2 * ring_share;
+      break;
+    case 2:
+      plan.comm_elements_per_step = checked_product({accum + 1, ring_share}, "communication");
+      break;
+    default:
+      plan.comm_elements_per_step = checked_product({3 * accum, ring_share}, "communication");
+  }
+  const int64_t attention_core = checked_product({4, d.batch, d.seq, d.seq, d.dim}, "recompute");
+  int64_t per_block = 0;
+  if (spec.train.activation_checkpointing == ActivationCheckpointing::kSelective)
+    per_block = attention_core;
+  if (spec.train.activation_checkpointing == ActivationCheckpointing::kBlocks)
+    per_block =
+        checked_sum({checked_product({16, d.positions, d.dim, d.dim}, "recompute"), attention_core},
+                    "recompute");
+  plan.recompute_flops_per_step = checked_product({accum, d.layers - 1, per_block}, "recompute");
+  if (placement.optimizer.pool == MemoryPool::kHost)
+    plan.host_traffic_bytes_per_step =
+        checked_product({2 * e, elements(placement.optimizer)}, "host traffic");
+  if (placement.weights.pool == MemoryPool::kHost)
+    plan.host_traffic_bytes_per_step = checked_sum(
+        {plan.host_traffic_bytes_per_step, checked_product({2 * accum, e, shard}, "host traffic")},
+        "host traffic");
+  return plan;
+}
+
+}  // namespace mixtrain::plan
