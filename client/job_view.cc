@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "client/gradient_range_chart.h"
+#include "client/text_table.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -14,19 +15,6 @@ int64_t now_unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// "1.2 GiB", "340.0 MiB", "12 B".
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024.0 && unit < 4) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
-  return text;
 }
 
 // A JSON number as the table shows it; "-" for null or a missing key.

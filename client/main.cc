@@ -10,6 +10,7 @@
 
 #include "client/env_command.h"
 #include "client/export_command.h"
+#include "client/plan_command.h"
 #include "client/sample_command.h"
 #include "client/service_cli.h"
 #include "client/train_command.h"
@@ -59,6 +60,17 @@ int main(int argc, char** argv) {
                     "local data-parallel ranks (default: the spec's resources.workers)");
   train_args.argv.assign(argv, argv + argc);
 
+  mixtrain::cli::PlanCommandArgs plan_args;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "predict a job's memory per rank and the choices that fit a worker");
+  plan->add_option("spec", plan_args.spec_path, "job spec (YAML)")->required();
+  plan->add_option("--set", plan_args.overrides, "override a spec key: key.path=value")
+      ->allow_extra_args(false);
+  plan->add_option("--workers", plan_args.workers, "ranks (default: the spec's resources.workers)")
+      ->check(CLI::Range(1, 1024));
+  plan->add_option("--memory-per-worker", plan_args.memory_per_worker,
+                   "memory of each worker, e.g. 80GiB (default on the CPU: this machine's)");
+
   mixtrain::cli::ServiceCli service(app);
 
   try {
@@ -72,6 +84,8 @@ int main(int argc, char** argv) {
     return *code;
   }
   if (env->parsed()) return mixtrain::cli::run_env_command(format, std::cout);
+  if (plan->parsed())
+    return mixtrain::cli::run_plan_command(plan_args, format, std::cout, std::cerr);
   if (export_cmd->parsed()) return mixtrain::cli::run_export_command(export_args, std::cerr);
   if (sample->parsed()) return mixtrain::cli::run_sample_command(sample_args, std::cout, std::cerr);
   if (train->parsed()) {

@@ -24,6 +24,11 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;  // rows_[0] is the header
 };
 
+// "1.2 GiB", "340.0 MiB", "12 B": a byte count as the tables show it.
+std::string format_bytes(double bytes);
+// "12.3M", "1.1T", "512": a count in powers of 1000.
+std::string format_count(double count);
+
 // `text` cut to at most `width` characters, ending in "..." when cut; a
 // newline ends it too.
 std::string trim_cell(const std::string& text, size_t width);

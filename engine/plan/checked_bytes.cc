@@ -10,7 +10,7 @@ namespace {
 
 [[noreturn]] void too_large(const char* what) {
   throw EngineError(ErrorCode::kInvalidArgument,
-                    std::string(what) + " is too large to plan (over 2^63 bytes)");
+                    std::string(what) + ": too large to plan (over 2^63 bytes)");
 }
 
 }  // namespace

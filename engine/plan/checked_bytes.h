@@ -10,7 +10,7 @@
 namespace mixtrain::plan {
 
 // The product of `factors` (each >= 0); throws EngineError(kInvalidArgument)
-// "... too large to plan (over 2^63 bytes)" naming `what` on overflow.
+// "<what>: too large to plan (over 2^63 bytes)" naming `what` on overflow.
 int64_t checked_product(std::initializer_list<int64_t> factors, const char* what);
 // The sum of `terms` (each >= 0), likewise.
 int64_t checked_sum(std::initializer_list<int64_t> terms, const char* what);

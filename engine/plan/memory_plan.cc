@@ -6,8 +6,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/common/usable_cores.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
 #include "engine/plan/checked_bytes.h"
@@ -113,8 +115,12 @@ int64_t cuda_workspace_bytes(const Dims& d) {
 PlanTarget cpu_target(int64_t world_size) {
   PlanTarget target;
   target.world_size = world_size;
+  // As the launcher sets them (launch/child_process.cc): OMP_NUM_THREADS
+  // when given, else the usable cores shared among the local ranks.
   target.cpu_threads =
-      std::max<int64_t>(1, omp_get_max_threads() / std::max<int64_t>(1, world_size));
+      std::getenv("OMP_NUM_THREADS") != nullptr
+          ? omp_get_max_threads()
+          : std::max<int64_t>(1, usable_cores() / std::max<int64_t>(1, world_size));
   CpuBackend backend;
   target.bf16_gemm_staged = !backend.gemm_runs_without_staging(DType::kBF16);
   return target;

@@ -25,8 +25,8 @@ struct PlanTarget {
   bool bf16_gemm_staged = false;  // the CPU's bf16 GEMMs run on fp32 copies (no native kernel)
 };
 
-// The target of `spec` on this machine's CPU backend: `world_size` ranks
-// sharing its cores, GEMMs as its oneDNN runs them.
+// This machine's CPU backend for `world_size` local ranks: their threads as
+// the launcher gives them, GEMMs as this CPU's oneDNN runs them.
 PlanTarget cpu_target(int64_t world_size);
 
 struct MemoryPlan {

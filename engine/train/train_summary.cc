@@ -55,6 +55,13 @@ void read_pool(const JsonFields& fields, MemoryPool pool, MemoryReport& memory) 
 
 }  // namespace
 
+Json memory_bytes_json(const MemoryReport& memory) {
+  Json out = Json::object();
+  out["device"] = pool_json(memory, MemoryPool::kDevice);
+  out["host"] = pool_json(memory, MemoryPool::kHost);
+  return out;
+}
+
 MemoryReport memory_peaks(const MemoryTracker& tracker) {
   MemoryReport report = memory_report(tracker);
   for (auto& pool : report.current) std::fill(std::begin(pool), std::end(pool), size_t{0});
@@ -91,12 +98,9 @@ Json TrainSummary::to_json() const {
   out["nonfinite_events"] = nonfinite_events;
   Json rank_list = Json::array();
   for (const RankSummary& rank : ranks) {
-    Json memory = Json::object();
-    memory["device"] = pool_json(rank.memory, MemoryPool::kDevice);
-    memory["host"] = pool_json(rank.memory, MemoryPool::kHost);
     Json entry = Json::object();
     entry["rank"] = rank.rank;
-    entry["memory_bytes"] = std::move(memory);
+    entry["memory_bytes"] = memory_bytes_json(rank.memory);
     entry["comm_elements_per_step"] = rank.comm_elements_per_step;
     entry["comm_bytes_per_step"] = rank.comm_bytes_per_step;
     if (rank.gradient_range) entry["gradient_range"] = rank.gradient_range->to_json();

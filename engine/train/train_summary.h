@@ -34,6 +34,9 @@ MemoryReport memory_report(const MemoryTracker& tracker);
 // (the JSON's memory_bytes are each category's peak over the run, which
 // short-lived buffers such as gathered weights reach, and the pool's).
 MemoryReport memory_peaks(const MemoryTracker& tracker);
+// The summary's "memory_bytes" object of `memory`'s peaks: {"device":
+// {category: bytes, ..., "peak": bytes}, "host": {...}} (DESIGN.md §5).
+Json memory_bytes_json(const MemoryReport& memory);
 
 // One rank's entry of "ranks".
 struct RankSummary {

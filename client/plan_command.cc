@@ -1,0 +1,169 @@
+// Why: implementation of `mixtrain plan` (plan_command.h).
+#include "client/plan_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "client/text_table.h"
+#include "engine/common/byte_size.h"
+#include "engine/common/error.h"
+#include "engine/plan/plan_alternatives.h"
+#include "engine/train/train_summary.h"
+#include "jobspec/job_spec_yaml.h"
+
+namespace mixtrain::cli {
+namespace {
+
+using plan::MemoryPlan;
+using plan::PlanAlternative;
+
+// The plan's figures in the summary's memory_bytes form.
+MemoryReport as_report(const MemoryPlan& plan) {
+  MemoryReport report;
+  for (int p = 0; p < kNumMemoryPools; ++p) {
+    const auto pool = static_cast<MemoryPool>(p);
+    for (int c = 0; c < kNumMemoryCategories; ++c)
+      report.peak[p][c] = static_cast<size_t>(plan.at(pool, static_cast<MemoryCategory>(c)));
+    report.peak_total[p] = static_cast<size_t>(plan.peak(pool));
+  }
+  return report;
+}
+
+Json choice_json(const plan::PlanChoice& choice) {
+  Json out = Json::object();
+  out["zero_stage"] = choice.stage;
+  out["offload_optimizer"] = config::enum_name(choice.offload_optimizer);
+  out["offload_params"] = config::enum_name(choice.offload_params);
+  out["activation_checkpointing"] = config::enum_name(choice.checkpointing);
+  return out;
+}
+
+Json costs_json(const MemoryPlan& plan) {
+  Json out = Json::object();
+  out["comm_elements_per_step"] = plan.comm_elements_per_step;
+  out["recompute_flops_per_step"] = plan.recompute_flops_per_step;
+  out["host_traffic_bytes_per_step"] = plan.host_traffic_bytes_per_step;
+  return out;
+}
+
+// This machine's physical memory in bytes.
+int64_t physical_memory() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+}
+
+void print_table(const config::JobSpec& spec, const plan::PlanTarget& target,
+                 const MemoryPlan& plan, std::optional<int64_t> budget,
+                 const std::string& budget_from, const std::vector<PlanAlternative>& alternatives,
+                 std::ostream& out) {
+  out << "plan for " << spec.name << ": " << target.world_size << " worker(s), "
+      << (target.cuda ? "cuda" : "cpu") << " backend, "
+      << config::compute_dtype_name(spec.precision.compute) << ", "
+      << plan::describe(plan::choice_of(spec)) << "\n\n";
+  TextTable table({"per rank", "device", "host"});
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    const auto category = static_cast<MemoryCategory>(c);
+    table.add_row({memory_category_name(category),
+                   format_bytes(static_cast<double>(plan.at(MemoryPool::kDevice, category))),
+                   format_bytes(static_cast<double>(plan.at(MemoryPool::kHost, category)))});
+  }
+  table.add_row({"peak", format_bytes(static_cast<double>(plan.peak(MemoryPool::kDevice))),
+                 format_bytes(static_cast<double>(plan.peak(MemoryPool::kHost)))});
+  table.print(out);
+  out << "\nper step: " << format_count(static_cast<double>(plan.comm_elements_per_step))
+      << " elements sent, " << format_count(static_cast<double>(plan.recompute_flops_per_step))
+      << " FLOP recomputed, " << format_bytes(static_cast<double>(plan.host_traffic_bytes_per_step))
+      << " between device and host\n";
+  if (!budget) {
+    out << "\ngive --memory-per-worker to see whether it fits and what else would\n";
+    return;
+  }
+  const int64_t peak = plan.peak(MemoryPool::kDevice);
+  out << "\nmemory per worker: " << format_bytes(static_cast<double>(*budget)) << " ("
+      << budget_from << "): "
+      << (peak <= *budget
+              ? "fits"
+              : "does not fit, " + format_bytes(static_cast<double>(peak - *budget)) + " short")
+      << "\n\nchoices that fit, cheapest first (communication, recompute, host traffic):\n";
+  if (alternatives.empty()) {
+    out << "  none: no ZeRO stage, offload or checkpointing fits; add workers or memory\n";
+    return;
+  }
+  TextTable choices(
+      {"choice", "device peak", "host peak", "sent/step", "recompute/step", "host traffic/step"});
+  for (const PlanAlternative& a : alternatives) {
+    choices.add_row({plan::describe(a.choice),
+                     format_bytes(static_cast<double>(a.plan.peak(MemoryPool::kDevice))),
+                     format_bytes(static_cast<double>(a.plan.peak(MemoryPool::kHost))),
+                     format_count(static_cast<double>(a.plan.comm_elements_per_step)),
+                     format_count(static_cast<double>(a.plan.recompute_flops_per_step)) + " FLOP",
+                     format_bytes(static_cast<double>(a.plan.host_traffic_bytes_per_step))});
+  }
+  choices.print(out);
+}
+
+}  // namespace
+
+int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostream& out,
+                     std::ostream& err) {
+  jobspec::JobSpecOptions options;
+  options.overrides = args.overrides;
+  if (args.workers)
+    options.overrides.push_back("resources.workers=" + std::to_string(*args.workers));
+  const jobspec::JobSpecResult loaded = jobspec::load_job_spec_file(args.spec_path, options);
+  if (!loaded.ok()) {
+    for (const jobspec::JobSpecError& error : loaded.errors) err << error.to_string() << "\n";
+    return 2;
+  }
+  const config::JobSpec& spec = *loaded.spec;
+  std::optional<int64_t> budget;
+  std::string budget_from = "--memory-per-worker";
+  if (args.memory_per_worker) {
+    budget = parse_byte_size(*args.memory_per_worker);
+    if (!budget || *budget == 0) {
+      err << "mixtrain plan: --memory-per-worker '" << *args.memory_per_worker
+          << "' is not a memory size (e.g. 80GiB, 512MiB, 1.5T)\n";
+      return 2;
+    }
+  }
+  plan::PlanTarget target = plan::cpu_target(spec.resources.workers);
+  target.cuda = spec.resources.backend == config::BackendChoice::kCuda;
+  if (!budget && !target.cuda) {
+    budget = physical_memory();
+    budget_from = "this machine's memory";
+  }
+  try {
+    const MemoryPlan plan = plan::plan_memory(spec, target);
+    const std::vector<PlanAlternative> alternatives =
+        budget ? plan::fitting_alternatives(spec, target, *budget, 0)
+               : std::vector<PlanAlternative>{};
+    if (format == OutputFormat::kJson) {
+      Json j = Json::object();
+      j["name"] = spec.name;
+      j["workers"] = target.world_size;
+      j["backend"] = target.cuda ? "cuda" : "cpu";
+      j["choice"] = choice_json(plan::choice_of(spec));
+      j["memory_bytes"] = memory_bytes_json(as_report(plan));
+      j.update(costs_json(plan));
+      j["memory_per_worker"] = budget ? Json(*budget) : Json(nullptr);
+      j["fits"] = budget ? Json(plan.peak(MemoryPool::kDevice) <= *budget) : Json(nullptr);
+      Json list = Json::array();
+      for (const PlanAlternative& a : alternatives) {
+        Json entry = choice_json(a.choice);
+        entry["memory_bytes"] = memory_bytes_json(as_report(a.plan));
+        entry.update(costs_json(a.plan));
+        list.push_back(std::move(entry));
+      }
+      j["alternatives"] = std::move(list);
+      out << dump_json(j, 2) << "\n";
+      return 0;
+    }
+    print_table(spec, target, plan, budget, budget_from, alternatives, out);
+    return 0;
+  } catch (const EngineError& e) {
+    err << "mixtrain plan: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace mixtrain::cli
