@@ -53,7 +53,7 @@ int64_t physical_memory() {
 }
 
 void print_table(const config::JobSpec& spec, const plan::PlanTarget& target,
-                 const MemoryPlan& plan, std::optional<int64_t> budget,
+                 const MemoryPlan& plan, std::optional<plan::MemoryBudget> budget,
                  const std::string& budget_from, const std::vector<PlanAlternative>& alternatives,
                  std::ostream& out) {
   out << "plan for " << spec.name << ": " << target.world_size << " worker(s), "
@@ -78,12 +78,13 @@ void print_table(const config::JobSpec& spec, const plan::PlanTarget& target,
     out << "\ngive --memory-per-worker to see whether it fits and what else would\n";
     return;
   }
-  const int64_t peak = plan.peak(MemoryPool::kDevice);
-  out << "\nmemory per worker: " << format_bytes(static_cast<double>(*budget)) << " ("
+  const int64_t needed = budget->needed(plan);
+  out << "\nmemory per worker: " << format_bytes(static_cast<double>(budget->device)) << " ("
       << budget_from << "): "
-      << (peak <= *budget
+      << (budget->fits(plan)
               ? "fits"
-              : "does not fit, " + format_bytes(static_cast<double>(peak - *budget)) + " short")
+              : "does not fit, " + format_bytes(static_cast<double>(needed - budget->device)) +
+                    " short")
       << "\n\nchoices that fit, cheapest first (communication, recompute, host traffic):\n";
   if (alternatives.empty()) {
     out << "  none: no ZeRO stage, offload or checkpointing fits; add workers or memory\n";
@@ -134,9 +135,10 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
   }
   try {
     const MemoryPlan plan = plan::plan_memory(spec, target);
+    // On the CPU backend both pools are the worker's RAM.
+    const plan::MemoryBudget limit{.device = budget.value_or(0), .shared = !target.cuda};
     const std::vector<PlanAlternative> alternatives =
-        budget ? plan::fitting_alternatives(spec, target, *budget, 0)
-               : std::vector<PlanAlternative>{};
+        budget ? plan::fitting_alternatives(spec, target, limit) : std::vector<PlanAlternative>{};
     if (format == OutputFormat::kJson) {
       Json j = Json::object();
       j["name"] = spec.name;
@@ -146,7 +148,7 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
       j["memory_bytes"] = memory_bytes_json(as_report(plan));
       j.update(costs_json(plan));
       j["memory_per_worker"] = budget ? Json(*budget) : Json(nullptr);
-      j["fits"] = budget ? Json(plan.peak(MemoryPool::kDevice) <= *budget) : Json(nullptr);
+      j["fits"] = budget ? Json(limit.fits(plan)) : Json(nullptr);
       Json list = Json::array();
       for (const PlanAlternative& a : alternatives) {
         Json entry = choice_json(a.choice);
@@ -158,7 +160,8 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
       out << dump_json(j, 2) << "\n";
       return 0;
     }
-    print_table(spec, target, plan, budget, budget_from, alternatives, out);
+    print_table(spec, target, plan, budget ? std::optional(limit) : std::nullopt, budget_from,
+                alternatives, out);
     return 0;
   } catch (const EngineError& e) {
     err << "mixtrain plan: " << e.what() << "\n";

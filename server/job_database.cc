@@ -11,6 +11,7 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/common/error.h"
 #include "engine/common/json.h"
 #include "engine/config/job_spec_json.h"
 #include "jobspec/job_spec_yaml.h"
@@ -80,9 +81,9 @@ SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeed
       .bind(first + 1, static_cast<int64_t>(needs.backend))
       .bind(first + 2, int64_t{needs.max_restarts})
       .bind(first + 3, int64_t{needs.zero_stage})
-      .bind_real(first + 4, needs.states.parameters)
-      .bind_real(first + 5, needs.states.device)
-      .bind_real(first + 6, needs.states.host)
+      .bind_real(first + 4, needs.memory.parameters)
+      .bind_real(first + 5, needs.memory.device)
+      .bind_real(first + 6, needs.memory.host)
       .bind(first + 8, int64_t{needs.min_compute_capability});
   return needs.min_loss_scale ? statement.bind_real(first + 7, *needs.min_loss_scale)
                               : statement.bind_null(first + 7);
@@ -117,7 +118,7 @@ JobRecord read_job(const SqliteStatement& row) {
                  .backend = static_cast<config::BackendChoice>(row.column_int64(13)),
                  .max_restarts = static_cast<int32_t>(row.column_int64(14)),
                  .zero_stage = static_cast<int32_t>(row.column_int64(15)),
-                 .states = {row.column_double(16), row.column_double(17), row.column_double(18)},
+                 .memory = {row.column_double(16), row.column_double(17), row.column_double(18)},
                  .min_loss_scale =
                      row.column_is_null(19) ? std::nullopt : std::optional(row.column_double(19)),
                  .min_compute_capability = static_cast<int32_t>(row.column_int64(21))};
@@ -192,13 +193,19 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
   for (const auto& [id, spec_yaml] : missing) {
     const jobspec::JobSpecResult parsed = jobspec::parse_job_spec(spec_yaml, "job.yaml");
     if (!parsed.ok()) continue;
+    JobNeeds needs;
+    try {
+      needs = job_needs(*parsed.spec);
+    } catch (const EngineError&) {  // too large to plan: kept without needs, as unparsable
+      continue;
+    }
     ASSIGN_OR_RETURN(update, db.prepare("UPDATE jobs SET needs_workers = ?1, needs_backend = ?2, "
                                         "needs_max_restarts = ?3, needs_zero_stage = ?4, "
                                         "needs_parameters = ?5, needs_device_bytes = ?6, "
                                         "needs_host_bytes = ?7, needs_min_loss_scale = ?8, "
                                         "needs_min_compute_capability = ?9, spec_json = ?10 "
                                         "WHERE id = ?11"));
-    RETURN_IF_ERROR(bind_needs(update, 1, job_needs(*parsed.spec))
+    RETURN_IF_ERROR(bind_needs(update, 1, needs)
                         .bind(10, dump_json(config::job_spec_to_json(*parsed.spec)))
                         .bind(11, id)
                         .run());

@@ -1,6 +1,6 @@
 // Why: scheduling a job needs a handful of its spec's values (how many
-// workers of which backend, how many restarts, each rank's model-state
-// bytes, the loss-scale floor the workers export). The spec is parsed and
+// workers of which backend, how many restarts, each rank's planned memory,
+// the loss-scale floor the workers export). The spec is parsed and
 // validated once, at submit; these are stored beside it as columns, so no
 // scheduler pass parses YAML and its cost does not grow with specs.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/config/job_spec.h"
-#include "engine/zero/rank_model_states.h"
+#include "engine/plan/memory_plan.h"
 
 namespace mixtrain::server {
 
@@ -19,7 +19,7 @@ struct JobNeeds {
   config::BackendChoice backend = config::BackendChoice::kAuto;
   int32_t max_restarts = 0;
   int32_t zero_stage = 0;
-  RankModelStates states;                // each rank's model-state bytes
+  plan::RankMemory memory;               // each rank's planned peak bytes
   std::optional<double> min_loss_scale;  // dynamic loss scaling's floor (Task.min_loss_scale)
   // The oldest GPU a CUDA rank can train on, as major * 10 + minor: 89
   // (Ada; fp8 tensor cores) for compute fp8, 0 for any.
@@ -31,11 +31,12 @@ struct JobNeeds {
 // The GPU generation compute fp8 needs (sm_89).
 inline constexpr int32_t kFp8ComputeCapability = 89;
 
-// What `spec` (parsed and validated) asks of the scheduler.
+// What `spec` (parsed and validated) asks of the scheduler. Throws
+// EngineError(kInvalidArgument) when its memory is too large to plan.
 JobNeeds job_needs(const config::JobSpec& spec);
 
-// "each needs N GiB of model states [plus M GiB offloaded] for P
-// parameters at zero.stage S".
-std::string describe_rank_states(const JobNeeds& needs);
+// "each needs N GiB [plus M GiB offloaded] for P parameters at zero.stage
+// S".
+std::string describe_rank_memory(const JobNeeds& needs);
 
 }  // namespace mixtrain::server

@@ -54,9 +54,16 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
     }
     return {grpc::StatusCode::INVALID_ARGUMENT, message};
   }
-  const JobNeeds needs = job_needs(*parsed.spec);
-  if (const std::string why = device_refusal(needs, scheduler_->list_workers()); !why.empty()) {
-    return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + why};
+  JobNeeds needs;
+  try {
+    needs = job_needs(*parsed.spec);
+  } catch (const EngineError& e) {  // a shape too large to plan
+    return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + e.what()};
+  }
+  const std::vector<v1::Worker> workers = scheduler_->list_workers();
+  for (const std::string& why :
+       {device_refusal(needs, workers), memory_refusal(*parsed.spec, needs, workers)}) {
+    if (!why.empty()) return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + why};
   }
   std::string spec_json;
   try {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/plan/plan_alternatives.h"
 #include "proto/training_device.h"
 #include "server/worker_registry.h"
 
@@ -51,7 +52,7 @@ std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
     if (!device_new_enough(needs, worker->resources())) {
       ++too_old;
     } else {
-      ++(holds_rank(needs.states, worker->resources()) ? registered : too_small);
+      ++(holds_rank(needs.memory, worker->resources()) ? registered : too_small);
     }
   }
   const std::string kind = backend_name(needs.backend);
@@ -62,7 +63,7 @@ std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
   std::string reason = "asks for " + std::to_string(needs.workers) + " " + kind + "workers, only " +
                        std::to_string(registered) + " registered";
   if (too_small > 0) {
-    reason += " with room for a rank (" + describe_rank_states(needs) + "; " +
+    reason += " with room for a rank (" + describe_rank_memory(needs) + "; " +
               std::to_string(too_small) + " registered " +
               (too_small == 1 ? "worker has" : "workers have") + " less)";
   }
@@ -78,7 +79,7 @@ std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
 
 bool runs_rank(const JobNeeds& needs, const v1::Resources& resources) {
   return backend_matches(needs.backend, resources.backend()) &&
-         holds_rank(needs.states, resources) && device_new_enough(needs, resources);
+         holds_rank(needs.memory, resources) && device_new_enough(needs, resources);
 }
 
 std::string device_refusal(const JobNeeds& needs, const std::vector<v1::Worker>& workers) {
@@ -102,14 +103,50 @@ std::string device_refusal(const JobNeeds& needs, const std::vector<v1::Worker>&
          devices;
 }
 
-bool holds_rank(const RankModelStates& states, const v1::Resources& resources) {
+std::string memory_refusal(const config::JobSpec& spec, const JobNeeds& needs,
+                           const std::vector<v1::Worker>& workers) {
+  const v1::Worker* largest = nullptr;
+  plan::MemoryBudget budget;
+  for (const v1::Worker& worker : workers) {
+    const v1::Resources& resources = worker.resources();
+    if (worker.state() == v1::WORKER_STATE_LOST ||
+        !backend_matches(needs.backend, resources.backend()) ||
+        !device_new_enough(needs, resources)) {
+      continue;
+    }
+    if (holds_rank(needs.memory, resources)) return "";
+    const bool cuda = resources.backend() == v1::BACKEND_CUDA;
+    const v1::CudaDevice* device = cuda ? v1::training_device(resources) : nullptr;
+    const int64_t memory = device != nullptr ? device->memory_bytes() : resources.memory_bytes();
+    if (largest == nullptr || memory > budget.device) {
+      largest = &worker;
+      budget = plan::MemoryBudget{
+          .device = memory, .host = cuda ? resources.memory_bytes() : 0, .shared = !cuda};
+    }
+  }
+  if (largest == nullptr) return "";
+  std::string reason = "no registered " + backend_name(needs.backend) +
+                       "worker has room for a rank (" + describe_rank_memory(needs) +
+                       "); the largest, " + largest->id() + ", has " +
+                       gib_text(static_cast<double>(budget.device));
+  const std::vector<plan::PlanAlternative> fitting =
+      plan::fitting_alternatives(spec, plan::scheduling_target(spec), budget);
+  if (fitting.empty()) {
+    return reason +
+           "; no ZeRO stage, offload or activation checkpointing fits it: more workers or a "
+           "smaller train.micro_batch would";
+  }
+  return reason + "; fits with " + plan::describe(fitting.front().choice);
+}
+
+bool holds_rank(const plan::RankMemory& memory, const v1::Resources& resources) {
   const double ram = double(resources.memory_bytes());
   if (resources.backend() != v1::BACKEND_CUDA) {
-    return ram == 0 || states.device + states.host <= ram;
+    return ram == 0 || memory.device + memory.host <= ram;
   }
   const v1::CudaDevice* device = v1::training_device(resources);
   const double gpu = device == nullptr ? 0 : double(device->memory_bytes());
-  return (gpu == 0 || states.device <= gpu) && (ram == 0 || states.host <= ram);
+  return (gpu == 0 || memory.device <= gpu) && (ram == 0 || memory.host <= ram);
 }
 
 std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,

@@ -3,7 +3,7 @@
 // apart from locks, RPCs and the database. This is that decision as a
 // pure function: queued jobs (oldest first) and the registered workers in,
 // assignments and wait reasons out. A job starts when enough idle workers
-// of its backend have room for a rank's model states; one that cannot
+// of its backend have room for a rank's planned memory; one that cannot
 // start lets later ones that can go first (no head-of-line blocking). A
 // CUDA worker takes a job only if its GPU is as new as the job needs
 // (compute fp8: sm_89).
@@ -38,7 +38,7 @@ std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
                                   const std::vector<const v1::Worker*>& workers);
 
 // True when a worker with `resources` can run a rank of a job with
-// `needs`: its backend, room for the model states, a new enough GPU.
+// `needs`: its backend, room for its planned memory, a new enough GPU.
 bool runs_rank(const JobNeeds& needs, const v1::Resources& resources);
 
 // Why no registered worker can ever run a job with `needs` on its own
@@ -47,9 +47,19 @@ bool runs_rank(const JobNeeds& needs, const v1::Resources& resources);
 // for cuda, CUDA workers are registered and every one has an older GPU.
 std::string device_refusal(const JobNeeds& needs, const std::vector<v1::Worker>& workers);
 
-// True when a worker with `resources` has room for a rank's model states:
-// both pools in RAM on the CPU backend; on CUDA the compute pool on the GPU
-// its rank trains on and the offload pool in RAM. Unknown sizes (0) fit.
-bool holds_rank(const RankModelStates& states, const v1::Resources& resources);
+// Why no registered worker can ever hold a rank of `spec` (whose needs are
+// `needs`), with the planner's way out ("no registered cpu worker has room
+// for a rank (each needs 31.2 GiB for 1.3e+09 parameters at zero.stage 1);
+// the largest, w2, has 16 GiB; fits with zero.stage 3 + offload_optimizer
+// cpu"), or empty: set only when
+// workers that could otherwise run it are registered and none has room.
+std::string memory_refusal(const config::JobSpec& spec, const JobNeeds& needs,
+                           const std::vector<v1::Worker>& workers);
+
+// True when a worker with `resources` has room for a rank's planned
+// memory: both pools in RAM on the CPU backend; on CUDA the compute pool on
+// the GPU its rank trains on and the offload pool in RAM. Unknown sizes (0)
+// fit.
+bool holds_rank(const plan::RankMemory& memory, const v1::Resources& resources);
 
 }  // namespace mixtrain::server

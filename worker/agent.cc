@@ -78,6 +78,9 @@ Agent::Agent(AgentOptions options, std::ostream& log, std::unique_ptr<WorkerConn
       resources_([this] {
         v1::Resources resources = detect_resources(options_.backend);
         resources.set_threads(options_.threads);
+        resources.set_memory_bytes(options_.memory_limit > 0
+                                       ? options_.memory_limit
+                                       : default_memory_limit(resources.memory_bytes()));
         return resources;
       }()),
       hostname_(hostname()),

@@ -34,6 +34,9 @@ struct AgentOptions {
   std::string data_address;
   std::string data_iface;
   int threads = 1;  // CPU threads per rank
+  // Bytes this worker's ranks may use, registered as its memory (what the
+  // coordinator plans against); 0: the machine's less a reserve.
+  int64_t memory_limit = 0;
   std::string backend = "cpu";                // resolved: "cpu" or "cuda:N"
   double peak_flops = 0.0;                    // for MFU; 0: estimated_peak_flops
   std::string executable = "/proc/self/exe";  // started in task mode for each task

@@ -12,12 +12,15 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 
-#include "worker/agent.h"
+#include "engine/backend/memory_tracker.h"
+#include "engine/common/byte_size.h"
 #include "engine/common/usable_cores.h"
+#include "worker/agent.h"
 #include "worker/resources.h"
 #include "worker/task_child.h"
 
@@ -82,6 +85,10 @@ int run_agent(int argc, char** argv) {
                  "PEM CA of the coordinator's certificate (default: plaintext)");
   app.add_option("--tls-server-name", options.connection.channel.tls_server_name,
                  "Name the coordinator's certificate must carry");
+  std::string memory_limit;
+  app.add_option("--memory-limit", memory_limit,
+                 "Memory this worker's ranks may use, e.g. 16GiB (default: the machine's less "
+                 "a tenth, at least 512 MiB, for the system)");
   app.add_option("--peak-tflops", peak_tflops,
                  "Peak TFLOP/s of this worker's device, for MFU (default: a CPU estimate)");
   try {
@@ -105,6 +112,22 @@ int run_agent(int argc, char** argv) {
   options.backend = *backend;
   options.peak_flops = peak_tflops * 1e12;
   options.threads = threads > 0 ? threads : default_threads();
+  if (!memory_limit.empty()) {
+    const std::optional<int64_t> limit = mixtrain::parse_byte_size(memory_limit);
+    const int64_t machine = mixtrain::worker::detect_resources("cpu").memory_bytes();
+    if (!limit || *limit == 0) {
+      std::cerr << "mixtrain-worker: --memory-limit '" << memory_limit
+                << "' is not a memory size (e.g. 16GiB, 512MiB)\n";
+      return 2;
+    }
+    if (machine > 0 && *limit > machine) {
+      std::cerr << "mixtrain-worker: --memory-limit " << memory_limit << " is more than this "
+                << "machine's memory (" << mixtrain::gib_text(static_cast<double>(machine))
+                << ")\n";
+      return 2;
+    }
+    options.memory_limit = *limit;
+  }
 
   // SIGINT/SIGTERM, whichever thread they land on, wake the thread that
   // stops the agent (a handler may do no more than write to a pipe).

@@ -54,6 +54,11 @@ int64_t parse_meminfo_total(const std::string& meminfo) {
   return 0;
 }
 
+int64_t default_memory_limit(int64_t total) {
+  const int64_t reserve = std::max<int64_t>(int64_t{512} << 20, total / 10);
+  return std::max<int64_t>(0, total - reserve);
+}
+
 v1::Resources detect_resources(const std::string& backend) {
   v1::Resources out;
   out.set_cpu_cores(usable_cores());

@@ -17,13 +17,19 @@ namespace mixtrain::worker {
 absl::StatusOr<std::string> resolve_backend(const std::string& choice);
 
 // This machine: the CPU cores this process may use (usable_cores.h),
-// MemTotal of /proc/meminfo (0 when it cannot be read), CUDA devices when
+// MemTotal of /proc/meminfo as memory_bytes (0 when it cannot be read;
+// the agent then registers its limit), CUDA devices when
 // this build has CUDA (else none, or why there are none), and `backend`
 // ("cpu" or "cuda:N", the device its ranks train on).
 v1::Resources detect_resources(const std::string& backend);
 
 // MemTotal in bytes from the text of /proc/meminfo; 0 when absent.
 int64_t parse_meminfo_total(const std::string& meminfo);
+
+// The memory a worker's ranks may use on a machine of `total` bytes when
+// no --memory-limit is given: all of it less a reserve for the system and
+// the worker itself (a tenth, at least 512 MiB); 0 (unknown) for 0.
+int64_t default_memory_limit(int64_t total);
 
 // This machine's hostname ("localhost" when it has none).
 std::string hostname();

@@ -38,12 +38,20 @@ void* allocate_named(Allocator& allocator, const MemoryTracker& tracker, size_t 
   } catch (const std::bad_alloc&) {
     cause = "std::bad_alloc";
   }
+  std::string peaks;  // the pool's peak by category, as the summary gives them
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    const auto held = static_cast<MemoryCategory>(c);
+    if (tracker.peak(pool, held) == 0) continue;
+    peaks += std::string(peaks.empty() ? "" : ", ") + memory_category_name(held) + " " +
+             gib_text(double(tracker.peak(pool, held)));
+  }
   throw EngineError(ErrorCode::kOutOfMemory,
-                    "out of memory: " + gib_text(double(bytes)) + " of " + memory_category_name(category) +
-                        " do not fit in the " + memory_pool_name(pool) + " pool, which holds " +
-                        gib_text(double(tracker.current_total(pool))) +
-                        " already (the model's shape, train.micro_batch, model.seq_len and the "
-                        "zero settings set these sizes; " +
+                    "out of memory: needed " + gib_text(double(bytes)) + " more for " +
+                        memory_category_name(category) + " in the " + memory_pool_name(pool) +
+                        " pool, which holds " + gib_text(double(tracker.current_total(pool))) +
+                        " already; peak by category: " + (peaks.empty() ? "none" : peaks) +
+                        " (`mixtrain plan` shows what each setting needs: zero.stage, offload, "
+                        "train.activation_checkpointing, train.micro_batch; " +
                         cause + ")");
 }
 

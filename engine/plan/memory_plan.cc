@@ -237,4 +237,19 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
   return plan;
 }
 
+PlanTarget scheduling_target(const config::JobSpec& spec) {
+  PlanTarget target;
+  target.world_size = spec.resources.workers;
+  target.cuda = spec.resources.backend == config::BackendChoice::kCuda;
+  target.bf16_gemm_staged = true;
+  return target;
+}
+
+RankMemory rank_memory(const config::JobSpec& spec) {
+  const MemoryPlan plan = plan_memory(spec, scheduling_target(spec));
+  return RankMemory{static_cast<double>(ParameterLayout(gpt_config(spec.model)).param_count()),
+                    static_cast<double>(plan.peak(MemoryPool::kDevice)),
+                    static_cast<double>(plan.peak(MemoryPool::kHost))};
+}
+
 }  // namespace mixtrain::plan

@@ -33,9 +33,18 @@ config::JobSpec with_choice(config::JobSpec spec, const PlanChoice& choice) {
   return spec;
 }
 
+int64_t MemoryBudget::needed(const MemoryPlan& plan) const {
+  const int64_t device_peak = plan.peak(MemoryPool::kDevice);
+  return shared ? device_peak + plan.peak(MemoryPool::kHost) : device_peak;
+}
+
+bool MemoryBudget::fits(const MemoryPlan& plan) const {
+  return needed(plan) <= device && (shared || host == 0 || plan.peak(MemoryPool::kHost) <= host);
+}
+
 std::vector<PlanAlternative> fitting_alternatives(const config::JobSpec& spec,
-                                                  const PlanTarget& target, int64_t device_budget,
-                                                  int64_t host_budget) {
+                                                  const PlanTarget& target,
+                                                  const MemoryBudget& budget) {
   std::vector<PlanAlternative> fitting;
   for (int64_t stage = 0; stage <= 3; ++stage) {
     for (OffloadTarget optimizer : {OffloadTarget::kNone, OffloadTarget::kCpu}) {
@@ -47,9 +56,7 @@ std::vector<PlanAlternative> fitting_alternatives(const config::JobSpec& spec,
           const config::JobSpec candidate = with_choice(spec, choice);
           if (!config::validate(candidate).empty()) continue;
           const MemoryPlan plan = plan_memory(candidate, target);
-          if (plan.peak(MemoryPool::kDevice) > device_budget) continue;
-          if (host_budget > 0 && plan.peak(MemoryPool::kHost) > host_budget) continue;
-          fitting.push_back({choice, plan});
+          if (budget.fits(plan)) fitting.push_back({choice, plan});
         }
       }
     }

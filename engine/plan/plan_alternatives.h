@@ -38,11 +38,24 @@ struct PlanAlternative {
   MemoryPlan plan;
 };
 
+// The memory of one worker, per rank.
+struct MemoryBudget {
+  int64_t device = 0;  // for the device pool; with `shared`, for both
+  int64_t host = 0;    // for the host pool; 0: not limited
+  // One memory holds both pools (the CPU backend: device and host are the
+  // same RAM), so their peaks together must fit `device`.
+  bool shared = false;
+
+  // The bytes `plan` needs of `device`, and whether the plan fits.
+  int64_t needed(const MemoryPlan& plan) const;
+  bool fits(const MemoryPlan& plan) const;
+};
+
 // Every choice the validator accepts for `spec` whose plan on `target`
-// fits `device_budget` bytes per rank (and `host_budget`, when above 0),
-// cheapest first: communication, recompute, host traffic, device peak.
+// fits `budget`, cheapest first: communication, recompute, host traffic,
+// device peak.
 std::vector<PlanAlternative> fitting_alternatives(const config::JobSpec& spec,
-                                                  const PlanTarget& target, int64_t device_budget,
-                                                  int64_t host_budget);
+                                                  const PlanTarget& target,
+                                                  const MemoryBudget& budget);
 
 }  // namespace mixtrain::plan

@@ -25,6 +25,9 @@ expect_usage_error "unknown backend \"tpu\" (expected cpu, cuda, cuda:N or auto)
 expect_usage_error "cannot read --join-token-file" --coordinator 127.0.0.1:1 \
   --join-token-file "$work/missing"
 expect_usage_error "no PEM certificate" --coordinator 127.0.0.1:1 --tls-ca "$work/missing"
+expect_usage_error "is not a memory size" --coordinator 127.0.0.1:1 --memory-limit lots
+expect_usage_error "is more than this machine's memory" --coordinator 127.0.0.1:1 \
+  --memory-limit 1000TiB
 
 # Runs the agent against a coordinator that is not there, reads its
 # announced metrics port, scrapes it, stops it with `signal`.

@@ -230,7 +230,7 @@ TEST_F(JobDatabaseTest, NeedsAreStoredWithTheJobAndReadBack) {
                        .backend = config::BackendChoice::kCuda,
                        .max_restarts = 2,
                        .zero_stage = 3,
-                       .states = {124e6, 2.5e9, 1.5e9},
+                       .memory = {124e6, 2.5e9, 1.5e9},
                        .min_loss_scale = 1.0};
   const absl::StatusOr<JobRecord> dynamic = store->create_job("d", "name: d\n", "{}", 10, needs);
   ASSERT_TRUE(dynamic.ok()) << dynamic.status();
@@ -269,7 +269,7 @@ TEST_F(JobDatabaseTest, AnOlderDatabaseGetsTheNeedsAndSpecOfItsActiveJobsOnOpen)
   EXPECT_EQ(needs->workers, 3);
   EXPECT_EQ(needs->backend, config::BackendChoice::kCpu);
   EXPECT_EQ(needs->max_restarts, 5);
-  EXPECT_GT(needs->states.parameters, 0);
+  EXPECT_GT(needs->memory.parameters, 0);
   const config::JobSpec resolved =
       config::job_spec_from_json(parse_json(store->get_job(queued)->spec_json));
   EXPECT_EQ(resolved.resources.workers, 3);

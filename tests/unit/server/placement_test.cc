@@ -23,7 +23,7 @@ v1::Worker worker(const std::string& id, v1::Backend backend, int64_t ram,
 
 QueuedJob job(const std::string& id, int32_t workers,
               config::BackendChoice backend = config::BackendChoice::kAuto, double bytes = 0) {
-  return {id, JobNeeds{.workers = workers, .backend = backend, .states = {1e6, bytes, 0}}};
+  return {id, JobNeeds{.workers = workers, .backend = backend, .memory = {1e6, bytes, 0}}};
 }
 
 std::vector<const v1::Worker*> pointers(const std::vector<v1::Worker>& workers) {
@@ -72,11 +72,11 @@ TEST(PlacementTest, BackendAndMemoryDecideWhereARankFits) {
   EXPECT_EQ(placed[0].workers, (std::vector<size_t>{2}));
   EXPECT_EQ(placed[1].wait_reason,
             "asks for 2 cuda workers, only 1 registered with room for a rank (each needs "
-            "3.73 GiB of model states for 1e+06 parameters at zero.stage 0; 1 registered "
+            "3.73 GiB for 1e+06 parameters at zero.stage 0; 1 registered "
             "worker has less)");
   EXPECT_EQ(placed[2].wait_reason,
             "asks for 1 cpu workers, only 0 registered with room for a rank (each needs "
-            "14.9 GiB of model states for 1e+06 parameters at zero.stage 0; 1 registered "
+            "14.9 GiB for 1e+06 parameters at zero.stage 0; 1 registered "
             "worker has less)");
 }
 

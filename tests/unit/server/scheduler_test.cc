@@ -4,6 +4,7 @@
 // rank; a command lost on a half-dead stream is written again, and a worker
 // back from a partition gets no new rank while it stops its old one. These
 // tests drive a real coordinator with fake workers over gRPC.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -337,26 +338,58 @@ TEST_F(SchedulerTest, AWorkerBackFromAPartitionStopsItsOldRankBeforeItGetsANewOn
   await_state(id, v1::JOB_STATE_SUCCEEDED);
 }
 
-// Issue 13: an impossible job no longer reaches a worker to fail there
-// with an allocation error; it waits, saying what did not fit.
-TEST_F(SchedulerTest, AJobNoWorkerCanHoldWaitsSayingWhatDidNotFit) {
+// Issue 17: a job no registered worker can hold is refused at submit with
+// the planner's figures and, where one exists, the cheapest choice that
+// fits the largest worker; nothing is stored. One that fits the workers
+// registered but needs more of them than there are waits, saying so.
+TEST_F(SchedulerTest, AJobNoWorkerCanHoldIsRefusedWithWhatWouldFit) {
+  // The message of a submit that must be refused as INVALID_ARGUMENT.
+  auto refusal = [&](const std::string& yaml) {
+    const grpc::Status status = try_submit(yaml);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    return status.error_message();
+  };
   auto small = worker({.memory_bytes = int64_t{4} << 30});
   const std::string huge =
       "name: gpt3\ndata: {train: builtin:demo}\ntrain: {steps: 10, warmup_steps: 2}\n"
       "model: {layers: 96, heads: 96, dim: 12288, seq_len: 2048, vocab: 50257}\n"
       "precision: {compute: bf16}\nzero: {stage: 3}\nresources: {workers: 1}\n";
-  const std::string id = submit(huge);
-  EXPECT_TRUE(eventually([&] { return job(id).message().find("room") != std::string::npos; }));
-  EXPECT_EQ(job(id).message(),
-            "asks for 1 workers, only 0 registered with room for a rank (each needs 2.6e+03 GiB "
-            "of model states for 1.75e+11 parameters at zero.stage 3; 1 registered worker has "
-            "less)");
-  EXPECT_EQ(job(id).state(), v1::JOB_STATE_QUEUED);
-  EXPECT_FALSE(small->next(std::chrono::milliseconds(300)).has_value());
-  // A job that fits still runs there.
+  EXPECT_THAT(refusal(huge),
+              testing::MatchesRegex(
+                  "job.yaml: no registered worker has room for a rank \\(each needs .* GiB for "
+                  "1.75e\\+11 parameters at zero.stage 3\\); the largest, " +
+                  small->id() +
+                  ", has 4 GiB; no ZeRO stage, offload or activation checkpointing fits it: "
+                  "more workers or a smaller train.micro_batch would"));
+  // Fits the worker registered, but asks for three: it waits, saying why,
+  // and a job that fits still runs there.
+  const std::string three = submit(
+      "name: three\ndata: {train: builtin:demo}\ntrain: {steps: 10, warmup_steps: 2}\n"
+      "model: {layers: 2, heads: 2, dim: 64, seq_len: 32}\nresources: {workers: 3}\n");
+  EXPECT_TRUE(eventually([&] { return job(three).message().starts_with("asks for 3"); }));
+  EXPECT_EQ(job(three).state(), v1::JOB_STATE_QUEUED);
   const std::string fits = submit(spec(1));
   small->next_start();
   await_state(fits, v1::JOB_STATE_RUNNING);
+
+  // GPT-2 small's shape at seq 1024, micro_batch 16: 12.8 GiB a rank, most
+  // of it activations, do not fit 8 GiB; recomputing attention, LayerNorm
+  // and GELU does.
+  auto medium = worker({.memory_bytes = int64_t{8} << 30});
+  const std::string activations =
+      "name: gpt2\ndata: {train: builtin:demo}\ntrain: {steps: 10, warmup_steps: 2, "
+      "micro_batch: 16}\nmodel: {layers: 12, heads: 12, dim: 768, seq_len: 1024}\n"
+      "resources: {workers: 1}\n";
+  EXPECT_THAT(refusal(activations),
+              testing::EndsWith("the largest, " + medium->id() +
+                                ", has 8 GiB; fits with zero.stage 0 + activation_checkpointing "
+                                "selective"));
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(jobs_
+                  ->ListJobs(testing_support::call_context(testing_support::kClientToken).get(), {},
+                             &listed)
+                  .ok());
+  EXPECT_EQ(listed.jobs_size(), 2);  // three and fits: nothing of the refused ones
 }
 
 // Issue 16: compute fp8 needs fp8 tensor cores (sm_89+). With only an

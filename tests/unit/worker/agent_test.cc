@@ -16,6 +16,7 @@
 #include "test_support/temp_dir.h"
 #include "test_worker_service.h"
 #include "tiny_task.h"
+#include "worker/resources.h"
 
 namespace mixtrain::worker {
 namespace {
@@ -146,6 +147,8 @@ TEST_F(AgentTest, RegistersRunsATaskAndReportsItsOutcome) {
   EXPECT_EQ(registration.metrics_address(),
             "worker-host:" + std::to_string(agent_->metrics_port()));
   EXPECT_GE(registration.resources().cpu_cores(), 1);
+  EXPECT_EQ(registration.resources().memory_bytes(),
+            default_memory_limit(detect_resources("cpu").memory_bytes()));
   EXPECT_GT(registration.resources().memory_bytes(), 0);
   EXPECT_EQ(registration.resources().backend(), v1::BACKEND_CPU);
   EXPECT_TRUE(registration.previous_worker_id().empty());

@@ -208,6 +208,15 @@ TEST(ResourcesTest, MemTotalAndThisMachine) {
   EXPECT_GT(estimated_peak_flops(resources), 0.0);
 }
 
+// Without --memory-limit a worker offers its machine less a tenth, and at
+// least 512 MiB less, for the system.
+TEST(ResourcesTest, DefaultMemoryLimitKeepsAReserve) {
+  EXPECT_EQ(default_memory_limit(int64_t{80} << 30), (int64_t{80} << 30) - (int64_t{8} << 30));
+  EXPECT_EQ(default_memory_limit(int64_t{2} << 30), (int64_t{2} << 30) - (int64_t{512} << 20));
+  EXPECT_EQ(default_memory_limit(int64_t{256} << 20), 0);
+  EXPECT_EQ(default_memory_limit(0), 0);
+}
+
 TEST(ResourcesTest, CgroupQuotaRoundsUpAndMaxIsNoLimit) {
   EXPECT_EQ(cgroup_v2_quota_cores("max 100000\n"), std::nullopt);
   EXPECT_EQ(cgroup_v2_quota_cores("150000 100000\n"), 2);

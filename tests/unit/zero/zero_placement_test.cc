@@ -1,7 +1,8 @@
 // Why: the placement of each model state is the one answer the ZeRO
-// engine and the scheduler's memory check both ask; these tests hold it to
-// the ZeRO paper's table and per-rank formulas for every stage and
-// offload, so a change there cannot move one without the other.
+// engine and the memory planner both ask; these tests hold it to the ZeRO
+// paper's table for every stage and offload (the per-rank formulas are
+// held in tests/unit/plan), so a change there cannot move one without the
+// other.
 #include "engine/zero/zero_placement.h"
 
 #include <gtest/gtest.h>
@@ -9,9 +10,6 @@
 #include <memory>
 
 #include "engine/backend/backend.h"
-#include "engine/model/gpt_config.h"
-#include "engine/model/parameter_layout.h"
-#include "engine/zero/rank_model_states.h"
 
 namespace mixtrain {
 namespace {
@@ -64,60 +62,6 @@ TEST(PlacedTensor, AShardSitsAtItsFlatOffsetInFullAndAtItsPartitionOffsetInAPart
   EXPECT_EQ(PlacedTensor(buffer, Extent::kFull).at(segment).numel(), 2);
   EXPECT_EQ(PlacedTensor(buffer, Extent::kPartition).at(segment).data(),
             buffer.view(9, {2}).data());
-}
-
-// The ZeRO paper's per-rank model-state bytes with Psi parameters, N ranks
-// and K = 12 (fp32 master, m, v) in mixed precision: stage 0 (2+2+K)Psi,
-// stage 1 (2+2)Psi + K Psi/N, stage 2 2Psi + (2+K)Psi/N, stage 3 (2+2+K)Psi/N.
-TEST(RankModelStates, FollowTheZeroPaperForEveryStageAndOffload) {
-  config::JobSpec spec;
-  spec.model.layers = 2;
-  spec.model.heads = 2;
-  spec.model.dim = 64;
-  spec.model.seq_len = 32;
-  spec.resources.workers = 4;
-  spec.precision.compute = DType::kBF16;
-  const double psi = static_cast<double>(ParameterLayout(gpt_config(spec.model)).param_count());
-  const double n = 4;
-  struct Case {
-    int64_t stage;
-    bool offload_optimizer, offload_params;
-    double device, host;
-  };
-  const Case cases[] = {
-      {0, false, false, 16 * psi, 0},
-      {1, false, false, 4 * psi + 12 * psi / n, 0},
-      {2, false, false, 2 * psi + 14 * psi / n, 0},
-      {3, false, false, 16 * psi / n, 0},
-      {1, true, false, 4 * psi, 12 * psi / n},
-      {2, true, false, 2 * psi + 2 * psi / n, 12 * psi / n},
-      {3, true, false, 4 * psi / n, 12 * psi / n},
-      {3, true, true, 2 * psi / n, 14 * psi / n},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE("stage " + std::to_string(c.stage) + " offload " +
-                 std::to_string(c.offload_optimizer) + std::to_string(c.offload_params));
-    spec.zero.stage = c.stage;
-    spec.zero.offload_optimizer =
-        c.offload_optimizer ? config::OffloadTarget::kCpu : config::OffloadTarget::kNone;
-    spec.zero.offload_params =
-        c.offload_params ? config::OffloadTarget::kCpu : config::OffloadTarget::kNone;
-    const RankModelStates states = rank_model_states(spec);
-    EXPECT_EQ(states.parameters, psi);
-    EXPECT_DOUBLE_EQ(states.device, c.device);
-    EXPECT_DOUBLE_EQ(states.host, c.host);
-  }
-}
-
-TEST(RankModelStates, Fp32CountsTheMasterWeightsOnceAsTheParameters) {
-  config::JobSpec spec;
-  spec.resources.workers = 2;
-  spec.precision.compute = DType::kF32;
-  spec.zero.stage = 0;
-  const double psi = rank_model_states(spec).parameters;
-  EXPECT_DOUBLE_EQ(rank_model_states(spec).device, 16 * psi);  // 4 + 4 + 8 (m, v)
-  spec.zero.stage = 3;
-  EXPECT_DOUBLE_EQ(rank_model_states(spec).device, 16 * psi / 2);
 }
 
 }  // namespace

@@ -1,0 +1,158 @@
+// Why: the planner's model states must be the ZeRO paper's per-rank
+// formulas, over the parameters as the ranks pad them, for every stage
+// and offload; an absurd shape must say "too large" rather than wrap
+// around; and the alternatives it offers must each be a valid spec that
+// fits, cheapest first. (plan_accuracy_test holds the whole plan to
+// measured runs.)
+#include "engine/plan/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "engine/common/error.h"
+#include "engine/model/gpt_config.h"
+#include "engine/model/parameter_layout.h"
+#include "engine/plan/plan_alternatives.h"
+
+namespace mixtrain::plan {
+namespace {
+
+config::JobSpec small_spec() {
+  config::JobSpec spec;
+  spec.name = "plan";
+  spec.data.train = "builtin:demo";
+  spec.model.layers = 2;
+  spec.model.heads = 2;
+  spec.model.dim = 64;
+  spec.model.seq_len = 32;
+  spec.train.micro_batch = 2;
+  spec.precision.compute = DType::kBF16;
+  return spec;
+}
+
+// The ZeRO paper's per-rank model-state bytes with Psi parameters (padded
+// for N ranks), N = 4 and K = 12 (fp32 master, m, v) in mixed precision:
+// stage 0 (2+2+K)Psi, stage 1 (2+2)Psi + K Psi/N, stage 2 2Psi + (2+K)Psi/N,
+// stage 3 (2+2+K)Psi/N; offload moves K Psi/N (and 2 Psi/N) to the host.
+TEST(MemoryPlan, ModelStatesFollowTheZeroPaperForEveryStageAndOffload) {
+  config::JobSpec spec = small_spec();
+  const double n = 4;
+  const double psi = static_cast<double>(ParameterLayout(gpt_config(spec.model), 4).numel());
+  struct Case {
+    int64_t stage;
+    bool offload_optimizer, offload_params;
+    double device, host;
+  };
+  const Case cases[] = {
+      {0, false, false, 16 * psi, 0},
+      {1, false, false, 4 * psi + 12 * psi / n, 0},
+      {2, false, false, 2 * psi + 14 * psi / n, 0},
+      {3, false, false, 16 * psi / n, 0},
+      {1, true, false, 4 * psi, 12 * psi / n},
+      {2, true, false, 2 * psi + 2 * psi / n, 12 * psi / n},
+      {3, true, false, 4 * psi / n, 12 * psi / n},
+      {3, true, true, 2 * psi / n, 14 * psi / n},
+  };
+  PlanTarget target;
+  target.world_size = 4;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("stage " + std::to_string(c.stage) + " offload " +
+                 std::to_string(c.offload_optimizer) + std::to_string(c.offload_params));
+    spec.zero.stage = c.stage;
+    spec.zero.offload_optimizer =
+        c.offload_optimizer ? config::OffloadTarget::kCpu : config::OffloadTarget::kNone;
+    spec.zero.offload_params =
+        c.offload_params ? config::OffloadTarget::kCpu : config::OffloadTarget::kNone;
+    const MemoryPlan plan = plan_memory(spec, target);
+    for (const MemoryPool pool : {MemoryPool::kDevice, MemoryPool::kHost}) {
+      const double states = static_cast<double>(plan.at(pool, MemoryCategory::kParams) +
+                                                plan.at(pool, MemoryCategory::kGrads) +
+                                                plan.at(pool, MemoryCategory::kMasterParams) +
+                                                plan.at(pool, MemoryCategory::kOptimizerState));
+      EXPECT_DOUBLE_EQ(states, pool == MemoryPool::kDevice ? c.device : c.host);
+    }
+  }
+}
+
+TEST(MemoryPlan, Fp32CountsTheMasterWeightsOnceAsTheParameters) {
+  config::JobSpec spec = small_spec();
+  spec.precision.compute = DType::kF32;
+  PlanTarget target;
+  target.world_size = 2;
+  const int64_t psi = ParameterLayout(gpt_config(spec.model), 2).numel();
+  const MemoryPlan stage0 = plan_memory(spec, target);
+  EXPECT_EQ(stage0.at(MemoryPool::kDevice, MemoryCategory::kParams), 0);
+  EXPECT_EQ(stage0.at(MemoryPool::kDevice, MemoryCategory::kMasterParams), 4 * psi);
+  spec.zero.stage = 3;
+  const MemoryPlan stage3 = plan_memory(spec, target);
+  EXPECT_EQ(stage3.at(MemoryPool::kDevice, MemoryCategory::kParams), 4 * psi / 2);
+}
+
+TEST(MemoryPlan, RankMemoryIsThePlannedPeakOfTheSpecsWorkers) {
+  config::JobSpec spec = small_spec();
+  spec.resources.workers = 2;
+  spec.zero.stage = 2;
+  spec.zero.offload_optimizer = config::OffloadTarget::kCpu;
+  PlanTarget target;
+  target.world_size = 2;
+  target.bf16_gemm_staged = true;
+  const MemoryPlan plan = plan_memory(spec, target);
+  const RankMemory memory = rank_memory(spec);
+  EXPECT_EQ(memory.parameters,
+            static_cast<double>(ParameterLayout(gpt_config(spec.model)).param_count()));
+  EXPECT_EQ(memory.device, static_cast<double>(plan.peak(MemoryPool::kDevice)));
+  EXPECT_EQ(memory.host, static_cast<double>(plan.peak(MemoryPool::kHost)));
+  EXPECT_GT(memory.host, 0);
+}
+
+TEST(MemoryPlan, SaysTooLargeInsteadOfOverflowing) {
+  config::JobSpec spec = small_spec();
+  spec.model.layers = 1024;
+  spec.model.dim = 65536;
+  spec.model.heads = 1024;
+  spec.model.seq_len = 131072;
+  spec.train.micro_batch = 65536;
+  ASSERT_TRUE(config::validate(spec).empty());
+  try {
+    plan_memory(spec, PlanTarget{});
+    FAIL() << "planned an impossible shape";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("too large to plan"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanAlternatives, AreValidFitTheBudgetAndComeCheapestFirst) {
+  config::JobSpec spec = small_spec();
+  PlanTarget target;
+  target.world_size = 4;
+  const int64_t everything = plan_memory(spec, target).peak(MemoryPool::kDevice);
+  const int64_t budget = everything * 3 / 4;
+  const std::vector<PlanAlternative> fitting =
+      fitting_alternatives(spec, target, MemoryBudget{.device = budget});
+  ASSERT_FALSE(fitting.empty());
+  auto cost = [](const PlanAlternative& a) {
+    return std::make_tuple(a.plan.comm_elements_per_step, a.plan.recompute_flops_per_step,
+                           a.plan.host_traffic_bytes_per_step);
+  };
+  for (size_t i = 0; i < fitting.size(); ++i) {
+    const config::JobSpec chosen = with_choice(spec, fitting[i].choice);
+    EXPECT_TRUE(config::validate(chosen).empty()) << describe(fitting[i].choice);
+    EXPECT_LE(fitting[i].plan.peak(MemoryPool::kDevice), budget) << describe(fitting[i].choice);
+    if (i > 0) EXPECT_LE(cost(fitting[i - 1]), cost(fitting[i]));
+  }
+  // Stage 0 without checkpointing needs everything: it is not offered.
+  for (const PlanAlternative& a : fitting) EXPECT_NE(a.choice, PlanChoice{});
+  EXPECT_TRUE(fitting_alternatives(spec, target, MemoryBudget{.device = 1}).empty());
+  // On one memory the host pool counts too.
+  const MemoryBudget ram{.device = budget, .shared = true};
+  for (const PlanAlternative& a : fitting_alternatives(spec, target, ram))
+    EXPECT_LE(a.plan.peak(MemoryPool::kDevice) + a.plan.peak(MemoryPool::kHost), budget);
+  EXPECT_EQ(describe(PlanChoice{3, config::OffloadTarget::kCpu, config::OffloadTarget::kNone,
+                                config::ActivationCheckpointing::kBlocks}),
+            "zero.stage 3 + offload_optimizer cpu + activation_checkpointing blocks");
+}
+
+}  // namespace
+}  // namespace mixtrain::plan
