@@ -403,7 +403,8 @@ void Agent::start_task(const v1::Task& task) {
                     .connection = connection_->options(),
                     .data_address = data_address_,
                     .data_iface = data_iface_,
-                    .threads = options_.threads};
+                    .threads = options_.threads,
+                    .memory_limit = resources_.memory_bytes()};
   runner_ = std::make_unique<TaskRunner>(options_.executable, std::move(launch), std::move(events));
 }
 

@@ -121,6 +121,10 @@ int run_task_child(std::istream& in) {
   std::unique_ptr<Trainer> trainer;
   try {
     backend = make_backend(backend_name(spec, launch->backend));
+    // The memory this worker registered: past it the rank fails as out of
+    // memory, naming the category, rather than being killed by the kernel.
+    backend->memory().set_ram_limit(static_cast<size_t>(launch->memory_limit),
+                                    backend->device_type() == DeviceType::kCpu);
     TrainerOptions options;
     // Checked again as each file opens: a path may have become a symlink
     // out of the root since the coordinator checked it at submit.

@@ -18,6 +18,7 @@ std::string encode_task_launch(const TaskLaunch& launch) {
   out.set_data_address(launch.data_address);
   out.set_data_iface(launch.data_iface);
   out.set_threads(launch.threads);
+  out.set_memory_limit(launch.memory_limit);
   return out.SerializeAsString();
 }
 
@@ -43,6 +44,7 @@ std::optional<TaskLaunch> decode_task_launch(std::string_view text, std::string&
   out.data_address = in.data_address();
   out.data_iface = in.data_iface();
   out.threads = in.threads();
+  out.memory_limit = in.memory_limit();
   return out;
 }
 

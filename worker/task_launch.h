@@ -21,6 +21,7 @@ struct TaskLaunch {
   std::string data_address;  // the rank binds and advertises this (Gloo's hostname)
   std::string data_iface;    // the interface holding it, for NCCL_SOCKET_IFNAME; "" unknown
   int threads = 1;           // CPU threads of the rank (OpenMP)
+  int64_t memory_limit = 0;  // bytes the rank may hold in RAM; 0: no limit
 };
 
 // The serialized task::TaskLaunch, all of stdin.

@@ -34,6 +34,25 @@ void MemoryTracker::on_alloc(MemoryPool pool, MemoryCategory category, size_t by
   p.peak_total = std::max(p.peak_total, p.total);
 }
 
+void MemoryTracker::set_ram_limit(size_t bytes, bool device_in_ram) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ram_limit_ = bytes;
+  device_in_ram_ = device_in_ram;
+}
+
+size_t MemoryTracker::ram_limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ram_limit_;
+}
+
+bool MemoryTracker::within_ram_limit(MemoryPool pool, size_t bytes) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ram_limit_ == 0 || (pool == MemoryPool::kDevice && !device_in_ram_)) return true;
+  size_t held = pools_[static_cast<int>(MemoryPool::kHost)].total;
+  if (device_in_ram_) held += pools_[static_cast<int>(MemoryPool::kDevice)].total;
+  return held + bytes <= ram_limit_;
+}
+
 void MemoryTracker::on_free(MemoryPool pool, MemoryCategory category, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   PoolCounts& p = pools_[static_cast<int>(pool)];

@@ -57,6 +57,16 @@ class MemoryTracker {
   // Sets every peak to its current value.
   void reset_peaks();
 
+  // Bytes the pools that live in RAM may hold together (a rank: its
+  // worker's --memory-limit): both pools when `device_in_ram` (the CPU
+  // backend), else the host pool alone; 0 lifts the limit. Allocations
+  // past it fail as out of memory, before the kernel would kill the
+  // process for them.
+  void set_ram_limit(size_t bytes, bool device_in_ram);
+  size_t ram_limit() const;
+  // False when `bytes` more in `pool` would pass the RAM limit.
+  bool within_ram_limit(MemoryPool pool, size_t bytes) const;
+
  private:
   struct PoolCounts {
     std::array<size_t, kNumMemoryCategories> current{};
@@ -66,6 +76,8 @@ class MemoryTracker {
   };
   mutable std::mutex mu_;
   std::array<PoolCounts, kNumMemoryPools> pools_;  // GUARDED_BY(mu_)
+  size_t ram_limit_ = 0;                           // GUARDED_BY(mu_)
+  bool device_in_ram_ = false;                     // GUARDED_BY(mu_)
 };
 
 }  // namespace mixtrain

@@ -31,6 +31,11 @@ void* allocate_named(Allocator& allocator, const MemoryTracker& tracker, size_t 
                      MemoryPool pool, MemoryCategory category) {
   std::string cause;
   try {
+    if (!tracker.within_ram_limit(pool, bytes)) {
+      throw EngineError(ErrorCode::kOutOfMemory, "past this rank's memory limit of " +
+                                                     gib_text(double(tracker.ram_limit())) +
+                                                     " (its worker's --memory-limit)");
+    }
     return allocator.allocate(bytes, pool);
   } catch (const EngineError& e) {
     if (e.code() != ErrorCode::kOutOfMemory) throw;

@@ -120,6 +120,38 @@ TEST(MemoryTracker, AnAllocationThatDoesNotFitSaysWhatItWasFor) {
   EXPECT_EQ(backend->memory().current_total(P::kDevice), 4096u);
 }
 
+// A rank's RAM limit: on the CPU backend both pools count against it; on a
+// GPU only the host pool. Past it an allocation fails as out of memory
+// naming the limit, and the counts stay as they were.
+TEST(MemoryTracker, AllocationsPastTheRamLimitFailNamingIt) {
+  auto backend = make_backend("cpu");
+  backend->memory().set_ram_limit(8192, /*device_in_ram=*/true);
+  Tensor device = backend->empty({1024}, DType::kF32, C::kParams);
+  Tensor host = backend->empty({512}, DType::kF32, C::kOptimizerState, P::kHost);
+  try {
+    backend->empty({513}, DType::kF32, C::kActivations);
+    FAIL() << "allocated past the limit";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("out of memory: needed 1.91e-06 GiB more for activations "
+                                         "in the device pool"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("past this rank's memory limit of 7.63e-06 GiB"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(backend->memory().current_total(P::kDevice), 4096u);
+  Tensor last = backend->empty({512}, DType::kF32, C::kActivations);  // exactly the limit
+  EXPECT_EQ(backend->memory().current_total(P::kDevice), 6144u);
+
+  backend->memory().set_ram_limit(8192, /*device_in_ram=*/false);  // a GPU: only host counts
+  Tensor large = backend->empty({1 << 16}, DType::kF32, C::kActivations);
+  EXPECT_THROW(backend->empty({2048}, DType::kF32, C::kOptimizerState, P::kHost), EngineError);
+  backend->memory().set_ram_limit(0, true);
+  Tensor free = backend->empty({1 << 16}, DType::kF32, C::kOptimizerState, P::kHost);
+}
+
 TEST(MemoryTracker, NamesMatchTheSummaryJson) {
   EXPECT_STREQ(memory_pool_name(P::kDevice), "device");
   EXPECT_STREQ(memory_pool_name(P::kHost), "host");

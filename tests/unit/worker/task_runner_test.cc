@@ -281,6 +281,23 @@ TEST(TaskRunnerTest, ChildIgnoringSigtermIsKilledAfterTheGrace) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, TaskRunner::kKillGrace);
 }
 
+// Issue 17: a rank holds its worker's --memory-limit; past it the task
+// fails as out of memory, naming the category, instead of being killed.
+TEST(TaskRunnerTest, ARankPastItsWorkersMemoryLimitFailsAsOutOfMemory) {
+  test_support::TempDir dir;
+  Recorder recorder;
+  TaskLaunch launch = launch_for(tiny_spec(3), dir.path("ckpt"));
+  launch.memory_limit = 64 << 10;  // 64 KiB: the model states alone need more
+  TaskRunner runner(MIXTRAIN_WORKER_BINARY, std::move(launch), recorder.events());
+  const TaskResult result = recorder.result(seconds(60));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_FAILED);
+  EXPECT_NE(result.message.find("out of memory: needed "), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("past this rank's memory limit of 6.1e-05 GiB (its worker's "
+                                "--memory-limit)"),
+            std::string::npos)
+      << result.message;
+}
+
 TEST(TaskRunnerTest, MissingExecutableFailsWithoutThrowing) {
   test_support::TempDir dir;
   Recorder recorder;
