@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
   plan->add_option("--workers", plan_args.workers, "ranks (default: the spec's resources.workers)")
       ->check(CLI::Range(1, 1024));
   plan->add_option("--memory-per-worker", plan_args.memory_per_worker,
-                   "memory of each worker, e.g. 80GiB (default on the CPU: this machine's)");
+                   "memory of each worker, e.g. 80GiB (default on the CPU: what a worker on "
+                   "this machine registers)");
 
   mixtrain::cli::ServiceCli service(app);
 

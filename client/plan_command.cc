@@ -1,13 +1,12 @@
 // Why: implementation of `mixtrain plan` (plan_command.h).
 #include "client/plan_command.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "client/text_table.h"
 #include "engine/common/byte_size.h"
 #include "engine/common/error.h"
+#include "engine/common/machine_memory.h"
 #include "engine/plan/plan_alternatives.h"
 #include "engine/train/train_summary.h"
 #include "jobspec/job_spec_yaml.h"
@@ -45,11 +44,6 @@ Json costs_json(const MemoryPlan& plan) {
   out["recompute_flops_per_step"] = plan.recompute_flops_per_step;
   out["host_traffic_bytes_per_step"] = plan.host_traffic_bytes_per_step;
   return out;
-}
-
-// This machine's physical memory in bytes.
-int64_t physical_memory() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
 }
 
 void print_table(const config::JobSpec& spec, const plan::PlanTarget& target,
@@ -130,8 +124,8 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
   plan::PlanTarget target = plan::cpu_target(spec.resources.workers);
   target.cuda = spec.resources.backend == config::BackendChoice::kCuda;
   if (!budget && !target.cuda) {
-    budget = physical_memory();
-    budget_from = "this machine's memory";
+    budget = default_memory_limit(machine_memory_bytes());
+    budget_from = "what a worker here registers: this machine's less its reserve";
   }
   try {
     const MemoryPlan plan = plan::plan_memory(spec, target);

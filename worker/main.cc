@@ -19,6 +19,7 @@
 
 #include "engine/backend/memory_tracker.h"
 #include "engine/common/byte_size.h"
+#include "engine/common/machine_memory.h"
 #include "engine/common/usable_cores.h"
 #include "worker/agent.h"
 #include "worker/resources.h"
@@ -114,7 +115,7 @@ int run_agent(int argc, char** argv) {
   options.threads = threads > 0 ? threads : default_threads();
   if (!memory_limit.empty()) {
     const std::optional<int64_t> limit = mixtrain::parse_byte_size(memory_limit);
-    const int64_t machine = mixtrain::worker::detect_resources("cpu").memory_bytes();
+    const int64_t machine = mixtrain::machine_memory_bytes();
     if (!limit || *limit == 0) {
       std::cerr << "mixtrain-worker: --memory-limit '" << memory_limit
                 << "' is not a memory size (e.g. 16GiB, 512MiB)\n";

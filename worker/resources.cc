@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "engine/backend/backend.h"
 #include "engine/common/usable_cores.h"
@@ -42,30 +40,10 @@ absl::StatusOr<std::string> resolve_backend(const std::string& choice) {
 #endif
 }
 
-int64_t parse_meminfo_total(const std::string& meminfo) {
-  std::istringstream in(meminfo);
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib) {
-    std::getline(in, unit);
-    if (key == "MemTotal:") return kib * 1024;
-  }
-  return 0;
-}
-
-int64_t default_memory_limit(int64_t total) {
-  const int64_t reserve = std::max<int64_t>(int64_t{512} << 20, total / 10);
-  return std::max<int64_t>(0, total - reserve);
-}
-
 v1::Resources detect_resources(const std::string& backend) {
   v1::Resources out;
   out.set_cpu_cores(usable_cores());
-  std::ifstream meminfo("/proc/meminfo");
-  std::stringstream text;
-  text << meminfo.rdbuf();
-  out.set_memory_bytes(parse_meminfo_total(text.str()));
+  out.set_memory_bytes(machine_memory_bytes());
 #ifdef MIXTRAIN_WITH_CUDA
   out.set_cuda_unavailable(cuda_unavailable_reason());
   for (int i = 0; i < cuda_device_count(); ++i) {

@@ -3,9 +3,11 @@
 // the backend it trains with (DESIGN.md §3 --backend auto|cpu|cuda).
 #pragma once
 
+#include <absl/status/statusor.h>
+
 #include <string>
 
-#include <absl/status/statusor.h>
+#include "engine/common/machine_memory.h"
 #include "proto/mixtrain.pb.h"
 
 namespace mixtrain::worker {
@@ -22,14 +24,6 @@ absl::StatusOr<std::string> resolve_backend(const std::string& choice);
 // this build has CUDA (else none, or why there are none), and `backend`
 // ("cpu" or "cuda:N", the device its ranks train on).
 v1::Resources detect_resources(const std::string& backend);
-
-// MemTotal in bytes from the text of /proc/meminfo; 0 when absent.
-int64_t parse_meminfo_total(const std::string& meminfo);
-
-// The memory a worker's ranks may use on a machine of `total` bytes when
-// no --memory-limit is given: all of it less a reserve for the system and
-// the worker itself (a tenth, at least 512 MiB); 0 (unknown) for 0.
-int64_t default_memory_limit(int64_t total);
 
 // This machine's hostname ("localhost" when it has none).
 std::string hostname();
