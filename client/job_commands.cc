@@ -58,8 +58,9 @@ void print_status_table(const v1::Job& job, std::ostream& out) {
       << "state     " << state_name(job.state()) << "\n"
       << "attempt   " << job.attempt() << " (" << job.restarts() << " restarts)\n"
       << "progress  " << progress << "\n"
-      << "workers   " << join(rank_workers(job)) << "\n"
-      << "message   " << (job.message().empty() ? "-" : job.message()) << "\n"
+      << "workers   " << join(rank_workers(job)) << "\n";
+  if (!job.configuration().empty()) out << "auto      " << job.configuration() << "\n";
+  out << "message   " << (job.message().empty() ? "-" : job.message()) << "\n"
       << "age       " << format_age(job.created_unix_ms()) << "\n";
   if (job.events_size() > 0) out << "events\n";
   for (const v1::JobEvent& event : job.events()) {

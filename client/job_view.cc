@@ -47,6 +47,7 @@ nlohmann::ordered_json job_json(const v1::Job& job, bool details) {
                                 {"steps", job.progress().steps()},
                                 {"workers", job.workers()},
                                 {"restarts", job.restarts()},
+                                {"configuration", job.configuration()},
                                 {"message", job.message()}};
   if (!details) return out;
   const v1::Progress& p = job.progress();

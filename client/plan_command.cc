@@ -7,6 +7,7 @@
 #include "engine/common/byte_size.h"
 #include "engine/common/error.h"
 #include "engine/common/machine_memory.h"
+#include "engine/config/job_spec_fields.h"
 #include "engine/plan/plan_alternatives.h"
 #include "engine/train/train_summary.h"
 #include "jobspec/job_spec_yaml.h"
@@ -27,15 +28,6 @@ MemoryReport as_report(const MemoryPlan& plan) {
     report.peak_total[p] = static_cast<size_t>(plan.peak(pool));
   }
   return report;
-}
-
-Json choice_json(const plan::PlanChoice& choice) {
-  Json out = Json::object();
-  out["zero_stage"] = choice.stage;
-  out["offload_optimizer"] = config::enum_name(choice.offload_optimizer);
-  out["offload_params"] = config::enum_name(choice.offload_params);
-  out["activation_checkpointing"] = config::enum_name(choice.checkpointing);
-  return out;
 }
 
 Json costs_json(const MemoryPlan& plan) {
@@ -110,7 +102,7 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
     for (const jobspec::JobSpecError& error : loaded.errors) err << error.to_string() << "\n";
     return 2;
   }
-  const config::JobSpec& spec = *loaded.spec;
+  config::JobSpec spec = *loaded.spec;
   std::optional<int64_t> budget;
   std::string budget_from = "--memory-per-worker";
   if (args.memory_per_worker) {
@@ -127,10 +119,28 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
     budget = default_memory_limit(machine_memory_bytes());
     budget_from = "what a worker here registers: this machine's less its reserve";
   }
+  // On the CPU backend both pools are the worker's RAM.
+  const plan::MemoryBudget limit{.device = budget.value_or(0), .shared = !target.cuda};
+  const config::AutoKeys auto_keys = spec.auto_keys;
   try {
+    if (auto_keys.any()) {
+      const std::string keys = config::auto_key_names(auto_keys);
+      if (!budget) {
+        err << "mixtrain plan: " << keys
+            << " is auto, chosen for the memory of the workers: give --memory-per-worker\n";
+        return 2;
+      }
+      const std::optional<PlanAlternative> chosen = plan::choose_configuration(spec, target, limit);
+      if (!chosen) {
+        err << "mixtrain plan: no choice of " << keys << " (auto) fits "
+            << format_bytes(static_cast<double>(*budget)) << " per worker\n";
+        return 2;
+      }
+      spec = plan::with_choice(spec, chosen->choice);
+      if (format != OutputFormat::kJson)
+        out << "auto chose " << plan::describe_auto(chosen->choice, auto_keys) << "\n";
+    }
     const MemoryPlan plan = plan::plan_memory(spec, target);
-    // On the CPU backend both pools are the worker's RAM.
-    const plan::MemoryBudget limit{.device = budget.value_or(0), .shared = !target.cuda};
     const std::vector<PlanAlternative> alternatives =
         budget ? plan::fitting_alternatives(spec, target, limit) : std::vector<PlanAlternative>{};
     if (format == OutputFormat::kJson) {
@@ -138,14 +148,19 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
       j["name"] = spec.name;
       j["workers"] = target.world_size;
       j["backend"] = target.cuda ? "cuda" : "cpu";
-      j["choice"] = choice_json(plan::choice_of(spec));
+      j["choice"] = plan::choice_json(plan::choice_of(spec));
+      Json chosen_keys = Json::array();
+      config::for_each_auto_key([&](std::string_view section, std::string_view key, auto flag) {
+        if (auto_keys.*flag) chosen_keys.push_back(std::string(section) + "." + std::string(key));
+      });
+      j["auto"] = std::move(chosen_keys);
       j["memory_bytes"] = memory_bytes_json(as_report(plan));
       j.update(costs_json(plan));
       j["memory_per_worker"] = budget ? Json(*budget) : Json(nullptr);
       j["fits"] = budget ? Json(limit.fits(plan)) : Json(nullptr);
       Json list = Json::array();
       for (const PlanAlternative& a : alternatives) {
-        Json entry = choice_json(a.choice);
+        Json entry = plan::choice_json(a.choice);
         entry["memory_bytes"] = memory_bytes_json(as_report(a.plan));
         entry.update(costs_json(a.plan));
         list.push_back(std::move(entry));

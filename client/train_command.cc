@@ -5,16 +5,23 @@
 #include <filesystem>
 #include <memory>
 
+#include "client/text_table.h"
 #include "engine/backend/backend.h"
 #include "engine/checkpoint/checkpoint_store.h"
 #include "engine/comm/make_communicator.h"
 #include "engine/comm/tcp_store.h"
+#include "engine/common/machine_memory.h"
+#include "engine/plan/plan_alternatives.h"
 #include "engine/train/trainer.h"
 #include "jobspec/job_spec_yaml.h"
 #include "launch/local_ranks.h"
 #include "launch/progress_printer.h"
 #include "launch/run_trainer.h"
 #include "launch/summary_file.h"
+
+#ifdef MIXTRAIN_WITH_CUDA
+#include "engine/backend/cuda/cuda_backend.h"
+#endif
 
 namespace mixtrain::cli {
 namespace {
@@ -75,6 +82,43 @@ std::optional<CheckpointInfo> intact_checkpoint_past(const std::filesystem::path
   return std::nullopt;
 }
 
+// The memory a rank may use here, as a worker on this machine would
+// register it (its default --memory-limit): on the CPU backend the RAM,
+// shared by the local ranks; on a GPU its memory, and the RAM for offload.
+plan::MemoryBudget local_rank_budget(const Backend& backend, int world_size) {
+  const int64_t ram = default_memory_limit(machine_memory_bytes()) / world_size;
+#ifdef MIXTRAIN_WITH_CUDA
+  if (backend.device_type() == DeviceType::kCuda)
+    return {.device = cuda_device_info(backend.device_index()).memory_bytes, .host = ram};
+#endif
+  return {.device = ram, .shared = backend.device_type() != DeviceType::kCuda};
+}
+
+// `spec` with its `auto` keys chosen for this machine, said on `out`;
+// nullopt (said on `err`) when no choice fits.
+std::optional<config::JobSpec> choose_here(const config::JobSpec& spec, const Backend& backend,
+                                           int world_size, bool leader, std::ostream& out,
+                                           std::ostream& err) {
+  plan::PlanTarget target = plan::cpu_target(world_size);
+  target.cuda = backend.device_type() == DeviceType::kCuda;
+  const plan::MemoryBudget budget = local_rank_budget(backend, world_size);
+  const std::optional<plan::PlanAlternative> chosen =
+      plan::choose_configuration(spec, target, budget);
+  const std::string keys = config::auto_key_names(spec.auto_keys);
+  if (!chosen) {
+    if (leader) {
+      err << "mixtrain train: no choice of " << keys << " (auto) fits the "
+          << format_bytes(static_cast<double>(budget.device)) << " a rank may use here\n";
+    }
+    return std::nullopt;
+  }
+  if (leader) {
+    out << "auto chose " << plan::describe_auto(chosen->choice, spec.auto_keys) << " (fits "
+        << format_bytes(static_cast<double>(budget.device)) << " per rank)\n";
+  }
+  return plan::with_choice(spec, chosen->choice);
+}
+
 }  // namespace
 
 int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream& out,
@@ -87,7 +131,7 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     for (const jobspec::JobSpecError& error : loaded.errors) err << error.to_string() << "\n";
     return 2;
   }
-  const config::JobSpec& spec = *loaded.spec;
+  config::JobSpec spec = *loaded.spec;
   if (args.summary_json &&
       !launch::summary_path_usable(*args.summary_json, "mixtrain train", err)) {
     return 2;  // found now, not after the whole run
@@ -128,6 +172,17 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
   } catch (const EngineError& e) {
     err << args.spec_path << ": resources.backend: " << e.what() << "\n";
     return 2;
+  }
+  if (spec.auto_keys.any()) {
+    try {
+      const std::optional<config::JobSpec> chosen =
+          choose_here(spec, *backend, group.env.world_size, leader, out, err);
+      if (!chosen) return 2;
+      spec = *chosen;
+    } catch (const EngineError& e) {  // too large to plan
+      err << "mixtrain train: " << e.what() << "\n";
+      return 2;
+    }
   }
 
   launch::ProgressPrinter printer(out, terminal && leader);

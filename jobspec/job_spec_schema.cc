@@ -43,11 +43,17 @@ std::optional<double> parse_special_float(std::string_view text) {
   return std::nullopt;
 }
 
+// What a key of each type accepts, for "expected ..." messages.
+std::string accepted(const int64_t&) { return "a non-negative integer"; }
+
+template <class E>
+requires requires { config::enum_names(E{}); }
+std::string accepted(const E&) { return "one of " + config::enum_choices<E>(); }
+
 std::string decode(const YAML::Node& value, int64_t& out) {
-  if (!is_plain_scalar(value)) return expected("a non-negative integer", value);
-  const std::optional<int64_t> parsed = parse_whole<int64_t>(value.Scalar());
-  if (!parsed) return expected("a non-negative integer", value);
-  if (*parsed < 0) return expected("a non-negative integer", value);
+  const std::optional<int64_t> parsed =
+      is_plain_scalar(value) ? parse_whole<int64_t>(value.Scalar()) : std::nullopt;
+  if (!parsed || *parsed < 0) return expected(accepted(out), value);
   out = *parsed;
   return "";
 }
@@ -103,7 +109,7 @@ requires requires { config::enum_names(E{}); }
 std::string decode(const YAML::Node& value, E& out) {
   const std::optional<E> parsed =
       value.IsScalar() ? config::parse_enum<E>(value.Scalar()) : std::nullopt;
-  if (!parsed) return expected("one of " + config::enum_choices<E>(), value);
+  if (!parsed) return expected(accepted(out), value);
   out = *parsed;
   return "";
 }
@@ -148,6 +154,31 @@ FieldSchema field(std::string_view key, Section JobSpec::*section, T Section::*m
           }};
 }
 
+// A key that may be `auto` (config::AutoKeys): that sets its flag, any
+// other value is decoded as the key's type and clears it.
+template <class Section, class T>
+FieldSchema auto_field(std::string_view key, Section JobSpec::*section, T Section::*member,
+                       bool config::AutoKeys::*automatic) {
+  return {key, [section, member, automatic](const YAML::Node& value, JobSpec& spec) {
+            T& out = (spec.*section).*member;
+            const bool is_auto = value.IsScalar() && value.Scalar() == "auto";
+            spec.auto_keys.*automatic = is_auto;
+            if (is_auto || decode(value, out).empty()) return std::string();
+            return expected(accepted(out) + " or auto", value);
+          }};
+}
+
+// The schema of `key` in `section_key`.
+template <class Section, class T>
+FieldSchema section_field(std::string_view section_key, std::string_view key,
+                          Section JobSpec::*section, T Section::*member) {
+  if constexpr (requires(const T& value) { accepted(value); }) {
+    if (bool config::AutoKeys::*automatic = config::auto_key(section_key, key))
+      return auto_field(key, section, member, automatic);
+  }
+  return field(key, section, member);
+}
+
 JobSpecSchema build_schema() {
   using namespace config;
   JobSpecSchema schema;
@@ -165,7 +196,8 @@ JobSpecSchema build_schema() {
       [&](std::string_view section, std::string_view key, auto section_member, auto field_member) {
         if (schema.sections.empty() || schema.sections.back().key != section)
           schema.sections.push_back({section, {}});
-        schema.sections.back().fields.push_back(field(key, section_member, field_member));
+        schema.sections.back().fields.push_back(
+            section_field(section, key, section_member, field_member));
       });
   return schema;
 }

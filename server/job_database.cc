@@ -64,36 +64,37 @@ constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
     {"needs_workers", "INTEGER"},
     {"needs_backend", "INTEGER"},
     {"needs_max_restarts", "INTEGER"},
-    {"needs_zero_stage", "INTEGER"},
-    {"needs_parameters", "REAL"},
-    {"needs_device_bytes", "REAL"},
-    {"needs_host_bytes", "REAL"},
     {"needs_min_loss_scale", "REAL"},  // NULL: static loss scaling
     {"needs_min_compute_capability", "INTEGER"},
     // config::job_spec_to_json of the validated spec, handed to the tasks;
     // NULL like the needs until fill_missing_resolution.
     {"spec_json", "TEXT"},
+    // configurations_json of JobNeeds::configurations, NULL like the needs.
+    // (Stores written before it hold the columns of its single
+    // configuration, needs_zero_stage to needs_host_bytes, unread since.)
+    {"needs_configurations", "TEXT"},
+    // What the latest attempt's `auto` keys became (plan::describe_auto);
+    // '' for a spec without any, or before the first start.
+    {"configuration", "TEXT NOT NULL DEFAULT ''"},
 };
 
-// Binds `needs` to the 9 parameters from `first` on, in kAddedJobColumns order.
+// Binds `needs` to the 6 parameters from `first` on: workers, backend,
+// max_restarts, configurations, min_loss_scale, min_compute_capability.
 SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeeds& needs) {
   statement.bind(first, int64_t{needs.workers})
       .bind(first + 1, static_cast<int64_t>(needs.backend))
       .bind(first + 2, int64_t{needs.max_restarts})
-      .bind(first + 3, int64_t{needs.zero_stage})
-      .bind_real(first + 4, needs.memory.parameters)
-      .bind_real(first + 5, needs.memory.device)
-      .bind_real(first + 6, needs.memory.host)
-      .bind(first + 8, int64_t{needs.min_compute_capability});
-  return needs.min_loss_scale ? statement.bind_real(first + 7, *needs.min_loss_scale)
-                              : statement.bind_null(first + 7);
+      .bind(first + 3, configurations_json(needs.configurations))
+      .bind(first + 5, int64_t{needs.min_compute_capability});
+  return needs.min_loss_scale ? statement.bind_real(first + 4, *needs.min_loss_scale)
+                              : statement.bind_null(first + 4);
 }
 
 constexpr std::string_view kJobColumns =
     "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
     "restarts, progress, summary_json, needs_workers, needs_backend, needs_max_restarts, "
-    "needs_zero_stage, needs_parameters, needs_device_bytes, needs_host_bytes, "
-    "needs_min_loss_scale, spec_json, needs_min_compute_capability FROM jobs ";
+    "needs_configurations, needs_min_loss_scale, needs_min_compute_capability, spec_json, "
+    "configuration FROM jobs ";
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -112,18 +113,22 @@ JobRecord read_job(const SqliteStatement& row) {
   }
   job.progress.set_steps(job.steps);
   job.summary_json = row.column_text(11);
-  if (!row.column_is_null(12)) {
-    job.needs =
-        JobNeeds{.workers = static_cast<int32_t>(row.column_int64(12)),
-                 .backend = static_cast<config::BackendChoice>(row.column_int64(13)),
-                 .max_restarts = static_cast<int32_t>(row.column_int64(14)),
-                 .zero_stage = static_cast<int32_t>(row.column_int64(15)),
-                 .memory = {row.column_double(16), row.column_double(17), row.column_double(18)},
-                 .min_loss_scale =
-                     row.column_is_null(19) ? std::nullopt : std::optional(row.column_double(19)),
-                 .min_compute_capability = static_cast<int32_t>(row.column_int64(21))};
+  if (!row.column_is_null(12) && !row.column_is_null(15)) {
+    try {
+      job.needs =
+          JobNeeds{.workers = static_cast<int32_t>(row.column_int64(12)),
+                   .backend = static_cast<config::BackendChoice>(row.column_int64(13)),
+                   .max_restarts = static_cast<int32_t>(row.column_int64(14)),
+                   .configurations = configurations_from_json(row.column_text(15)),
+                   .min_loss_scale =
+                       row.column_is_null(16) ? std::nullopt : std::optional(row.column_double(16)),
+                   .min_compute_capability = static_cast<int32_t>(row.column_int64(17))};
+    } catch (const EngineError&) {  // damaged: kept without needs, as unparsable
+      job.needs.reset();
+    }
   }
-  if (!row.column_is_null(20)) job.spec_json = row.column_text(20);
+  if (!row.column_is_null(18)) job.spec_json = row.column_text(18);
+  job.configuration = row.column_text(19);
   return job;
 }
 
@@ -184,7 +189,8 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
       missing,
       select_rows(db,
                   "SELECT id, spec_yaml FROM jobs WHERE (needs_workers IS NULL OR spec_json IS "
-                  "NULL OR needs_min_compute_capability IS NULL) AND state IN (" +
+                  "NULL OR needs_min_compute_capability IS NULL OR needs_configurations IS NULL) "
+                  "AND state IN (" +
                       std::to_string(v1::JOB_STATE_QUEUED) + ", " +
                       std::to_string(v1::JOB_STATE_RUNNING) + ")",
                   "", [](const SqliteStatement& row) {
@@ -200,14 +206,13 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
       continue;
     }
     ASSIGN_OR_RETURN(update, db.prepare("UPDATE jobs SET needs_workers = ?1, needs_backend = ?2, "
-                                        "needs_max_restarts = ?3, needs_zero_stage = ?4, "
-                                        "needs_parameters = ?5, needs_device_bytes = ?6, "
-                                        "needs_host_bytes = ?7, needs_min_loss_scale = ?8, "
-                                        "needs_min_compute_capability = ?9, spec_json = ?10 "
-                                        "WHERE id = ?11"));
+                                        "needs_max_restarts = ?3, needs_configurations = ?4, "
+                                        "needs_min_loss_scale = ?5, "
+                                        "needs_min_compute_capability = ?6, spec_json = ?7 "
+                                        "WHERE id = ?8"));
     RETURN_IF_ERROR(bind_needs(update, 1, needs)
-                        .bind(10, dump_json(config::job_spec_to_json(*parsed.spec)))
-                        .bind(11, id)
+                        .bind(7, dump_json(config::job_spec_to_json(*parsed.spec)))
+                        .bind(8, id)
                         .run());
   }
   return absl::OkStatus();
@@ -266,13 +271,12 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
   const int64_t now = now_unix_ms();
   const std::string id = random_id("", 16);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
-  ASSIGN_OR_RETURN(
-      insert, db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
-                           "message, created_ms, updated_ms, needs_workers, needs_backend, "
-                           "needs_max_restarts, needs_zero_stage, needs_parameters, "
-                           "needs_device_bytes, needs_host_bytes, needs_min_loss_scale, "
-                           "needs_min_compute_capability, spec_json) "
-                           "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  ASSIGN_OR_RETURN(insert,
+                   db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
+                                "message, created_ms, updated_ms, needs_workers, needs_backend, "
+                                "needs_max_restarts, needs_configurations, needs_min_loss_scale, "
+                                "needs_min_compute_capability, spec_json) "
+                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   insert.bind(1, id)
       .bind(2, name)
       .bind(3, int64_t{v1::JOB_STATE_QUEUED})
@@ -280,7 +284,7 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
       .bind(5, steps)
       .bind(6, now)
       .bind(7, now);
-  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(17, spec_json).run());
+  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(14, spec_json).run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
   absl::StatusOr<JobRecord> job = get_job_locked(id);
@@ -363,18 +367,20 @@ absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobSt
   }
   const int32_t attempt = job.attempt + (to == v1::JOB_STATE_RUNNING ? 1 : 0);
   const int32_t restarts = job.restarts + (to == v1::JOB_STATE_QUEUED ? 1 : 0);
-  ASSIGN_OR_RETURN(update, db_->prepare("UPDATE jobs SET state = ?, attempt = ?, message = ?, "
-                                        "updated_ms = ?, restarts = ?, summary_json = "
-                                        "CASE WHEN ? = '' THEN summary_json ELSE ? END "
-                                        "WHERE id = ?"));
+  ASSIGN_OR_RETURN(update, db_->prepare("UPDATE jobs SET state = ?1, attempt = ?2, message = ?3, "
+                                        "updated_ms = ?4, restarts = ?5, summary_json = "
+                                        "CASE WHEN ?6 = '' THEN summary_json ELSE ?6 END, "
+                                        "configuration = CASE WHEN ?7 THEN ?8 ELSE "
+                                        "configuration END WHERE id = ?9"));
   RETURN_IF_ERROR(update.bind(1, int64_t{to})
                       .bind(2, attempt)
                       .bind(3, message)
                       .bind(4, now)
                       .bind(5, restarts)
                       .bind(6, details.summary_json)
-                      .bind(7, details.summary_json)
-                      .bind(8, id)
+                      .bind(7, int64_t{to == v1::JOB_STATE_RUNNING})
+                      .bind(8, details.configuration)
+                      .bind(9, id)
                       .run());
   if (to == v1::JOB_STATE_RUNNING) {
     ASSIGN_OR_RETURN(start, db_->prepare("INSERT INTO attempts(job_id, attempt, started_ms) "

@@ -43,6 +43,9 @@ struct JobRecord {
   // for a job stored by an older coordinator whose spec no longer parses.
   std::optional<JobNeeds> needs;
   std::string spec_json;
+  // What the latest attempt's `auto` keys became ("zero.stage 2,
+  // train.activation_checkpointing none"); empty without any.
+  std::string configuration;
 };
 
 struct JobEventRecord {
@@ -81,6 +84,7 @@ class JobDatabaseListener {
 struct TransitionDetails {
   std::vector<std::string> workers;  // entering RUNNING: the worker id of each rank
   std::string summary_json;          // entering SUCCEEDED or FAILED: the job's summary
+  std::string configuration;         // entering RUNNING: what its `auto` keys became
 };
 
 struct JobDatabaseOptions {
@@ -118,7 +122,8 @@ class JobDatabase {
   // Moves the job to `to` and records the event, in one transaction. Legal:
   // QUEUED → RUNNING | CANCELLED; RUNNING → SUCCEEDED | FAILED | CANCELLED,
   // or QUEUED again (a restart, counted in restarts). Entering RUNNING
-  // starts a new attempt assigned to `details.workers`, leaving it ends that
+  // starts a new attempt assigned to `details.workers` with
+  // `details.configuration` (kept after it ends), leaving it ends that
   // attempt; a non-empty `details.summary_json` is stored as the job's
   // summary. FAILED_PRECONDITION for any other move, NOT_FOUND for an
   // unknown id; nothing changes then.

@@ -18,6 +18,7 @@ void job_to_proto(const JobRecord& record, bool full, v1::Job& job) {
   job.set_updated_unix_ms(record.updated_unix_ms);
   job.set_message(record.message);
   job.set_restarts(record.restarts);
+  job.set_configuration(record.configuration);
 }
 
 bool is_final_state(v1::JobState state) {

@@ -52,7 +52,7 @@ std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
     if (!device_new_enough(needs, worker->resources())) {
       ++too_old;
     } else {
-      ++(holds_rank(needs.memory, worker->resources()) ? registered : too_small);
+      ++(holds_any_configuration(needs, worker->resources()) ? registered : too_small);
     }
   }
   const std::string kind = backend_name(needs.backend);
@@ -77,9 +77,10 @@ std::string wait_reason(const JobNeeds& needs, size_t idle_fitting,
 
 }  // namespace
 
-bool runs_rank(const JobNeeds& needs, const v1::Resources& resources) {
+bool runs_rank(const JobNeeds& needs, const plan::RankConfiguration& configuration,
+               const v1::Resources& resources) {
   return backend_matches(needs.backend, resources.backend()) &&
-         holds_rank(needs.memory, resources) && device_new_enough(needs, resources);
+         holds_rank(configuration.memory, resources) && device_new_enough(needs, resources);
 }
 
 std::string device_refusal(const JobNeeds& needs, const std::vector<v1::Worker>& workers) {
@@ -114,7 +115,7 @@ std::string memory_refusal(const config::JobSpec& spec, const JobNeeds& needs,
         !device_new_enough(needs, resources)) {
       continue;
     }
-    if (holds_rank(needs.memory, resources)) return "";
+    if (holds_any_configuration(needs, resources)) return "";
     const bool cuda = resources.backend() == v1::BACKEND_CUDA;
     const v1::CudaDevice* device = cuda ? v1::training_device(resources) : nullptr;
     const int64_t memory = device != nullptr ? device->memory_bytes() : resources.memory_bytes();
@@ -149,6 +150,13 @@ bool holds_rank(const plan::RankMemory& memory, const v1::Resources& resources) 
   return (gpu == 0 || memory.device <= gpu) && (ram == 0 || memory.host <= ram);
 }
 
+bool holds_any_configuration(const JobNeeds& needs, const v1::Resources& resources) {
+  return std::any_of(needs.configurations.begin(), needs.configurations.end(),
+                     [&](const plan::RankConfiguration& configuration) {
+                       return holds_rank(configuration.memory, resources);
+                     });
+}
+
 std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
                                   const std::vector<const v1::Worker*>& workers) {
   std::vector<bool> taken(workers.size());  // busy, lost or assigned already
@@ -159,16 +167,24 @@ std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
   for (const QueuedJob& job : jobs) {
     Placement placement{.job_id = job.id};
     const size_t wanted = static_cast<size_t>(std::max(job.needs.workers, 0));
-    for (size_t i = 0; i < workers.size() && placement.workers.size() < wanted; ++i) {
-      if (!taken[i] && runs_rank(job.needs, workers[i]->resources())) {
-        placement.workers.push_back(i);
+    size_t most_fitting = 0;  // idle workers of the configuration most of them fit
+    for (size_t c = 0; c < job.needs.configurations.size(); ++c) {
+      std::vector<size_t> fitting;
+      for (size_t i = 0; i < workers.size() && fitting.size() < wanted; ++i) {
+        if (!taken[i] && runs_rank(job.needs, job.needs.configurations[c], workers[i]->resources()))
+          fitting.push_back(i);
+      }
+      most_fitting = std::max(most_fitting, fitting.size());
+      if (fitting.size() == wanted) {
+        placement.workers = std::move(fitting);
+        placement.configuration = c;
+        break;
       }
     }
-    if (placement.workers.size() == wanted) {
+    if (!placement.workers.empty() || wanted == 0) {
       for (size_t i : placement.workers) taken[i] = true;
     } else {
-      placement.wait_reason = wait_reason(job.needs, placement.workers.size(), workers);
-      placement.workers.clear();
+      placement.wait_reason = wait_reason(job.needs, most_fitting, workers);
     }
     placements.push_back(std::move(placement));
   }

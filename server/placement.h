@@ -3,10 +3,11 @@
 // apart from locks, RPCs and the database. This is that decision as a
 // pure function: queued jobs (oldest first) and the registered workers in,
 // assignments and wait reasons out. A job starts when enough idle workers
-// of its backend have room for a rank's planned memory; one that cannot
-// start lets later ones that can go first (no head-of-line blocking). A
-// CUDA worker takes a job only if its GPU is as new as the job needs
-// (compute fp8: sm_89).
+// of its backend have room for a rank's planned memory in one of its
+// configurations (the cheapest such, for a spec with `auto` keys); one
+// that cannot start lets later ones that can go first (no head-of-line
+// blocking). A CUDA worker takes a job only if its GPU is as new as the
+// job needs (compute fp8: sm_89).
 #pragma once
 
 #include <string>
@@ -27,6 +28,8 @@ struct Placement {
   // Indices into the `workers` given to place_jobs, one per rank (rank
   // order); empty when the job waits.
   std::vector<size_t> workers;
+  // The index into the job's needs.configurations it starts with.
+  size_t configuration = 0;
   // Why it waits ("waiting for 2 idle cpu workers, 1 idle now", "asks for
   // ...  only N registered ..."); empty when it starts.
   std::string wait_reason;
@@ -38,8 +41,10 @@ std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
                                   const std::vector<const v1::Worker*>& workers);
 
 // True when a worker with `resources` can run a rank of a job with
-// `needs`: its backend, room for its planned memory, a new enough GPU.
-bool runs_rank(const JobNeeds& needs, const v1::Resources& resources);
+// `needs` in `configuration`: its backend, room for that configuration's
+// planned memory, a new enough GPU.
+bool runs_rank(const JobNeeds& needs, const plan::RankConfiguration& configuration,
+               const v1::Resources& resources);
 
 // Why no registered worker can ever run a job with `needs` on its own
 // account ("fp8 needs sm_89 or newer; the registered cuda workers have
@@ -48,11 +53,10 @@ bool runs_rank(const JobNeeds& needs, const v1::Resources& resources);
 std::string device_refusal(const JobNeeds& needs, const std::vector<v1::Worker>& workers);
 
 // Why no registered worker can ever hold a rank of `spec` (whose needs are
-// `needs`), with the planner's way out ("no registered cpu worker has room
-// for a rank (each needs 31.2 GiB for 1.3e+09 parameters at zero.stage 1);
-// the largest, w2, has 16 GiB; fits with zero.stage 3 + offload_optimizer
-// cpu"), or empty: set only when
-// workers that could otherwise run it are registered and none has room.
+// `needs`) in any of its configurations, with the planner's way out ("no registered cpu worker has
+// room for a rank (each needs 31.2 GiB for 1.3e+09 parameters at zero.stage 1); the largest, w2,
+// has 16 GiB; fits with zero.stage 3 + offload_optimizer cpu"), or empty: set only when workers
+// that could otherwise run it are registered and none has room.
 std::string memory_refusal(const config::JobSpec& spec, const JobNeeds& needs,
                            const std::vector<v1::Worker>& workers);
 
@@ -61,5 +65,8 @@ std::string memory_refusal(const config::JobSpec& spec, const JobNeeds& needs,
 // the GPU its rank trains on and the offload pool in RAM. Unknown sizes (0)
 // fit.
 bool holds_rank(const plan::RankMemory& memory, const v1::Resources& resources);
+
+// True when it has room in at least one of `needs`' configurations.
+bool holds_any_configuration(const JobNeeds& needs, const v1::Resources& resources);
 
 }  // namespace mixtrain::server

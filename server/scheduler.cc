@@ -11,6 +11,9 @@
 #include <iostream>
 #include <set>
 
+#include "engine/common/error.h"
+#include "engine/common/json.h"
+#include "engine/config/job_spec_json.h"
 #include "proto/training_device.h"
 #include "server/ids.h"
 #include "server/job_proto.h"
@@ -220,7 +223,8 @@ void Scheduler::schedule_locked() {
     if (!placement.workers.empty()) {
       std::vector<WorkerEntry*> chosen;
       for (size_t i : placement.workers) chosen.push_back(entries[i]);
-      start_attempt_locked(job, *job.needs, chosen);
+      start_attempt_locked(job, *job.needs, job.needs->configurations.at(placement.configuration),
+                           chosen);
       continue;
     }
     const std::string message = placement.wait_reason + after_failure_locked(job.id);
@@ -229,15 +233,31 @@ void Scheduler::schedule_locked() {
 }
 
 void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
+                                     const plan::RankConfiguration& configuration,
                                      const std::vector<WorkerEntry*>& workers) {
   TransitionDetails details;
   for (WorkerEntry* worker : workers) details.workers.push_back(worker->worker.id());
+  std::string spec_json = job.spec_json;
+  try {
+    const config::JobSpec spec = config::job_spec_from_json(parse_json(job.spec_json));
+    if (spec.auto_keys.any()) {
+      details.configuration = plan::describe_auto(configuration.choice, spec.auto_keys);
+      spec_json =
+          dump_json(config::job_spec_to_json(plan::with_choice(spec, configuration.choice)));
+    }
+  } catch (const EngineError& e) {  // validated at submit: only a damaged store gets here
+    database_->set_message(job.id, std::string("the stored spec no longer parses: ") + e.what())
+        .IgnoreError();
+    return;
+  }
   const absl::StatusOr<std::vector<JobEventRecord>> events = database_->events(job.id);
-  const absl::StatusOr<JobRecord> started =
-      database_->transition(job.id, v1::JOB_STATE_RUNNING,
-                            "started on " + std::to_string(workers.size()) + " worker" +
-                                (workers.size() == 1 ? "" : "s") + after_failure_locked(job.id),
-                            details);
+  const absl::StatusOr<JobRecord> started = database_->transition(
+      job.id, v1::JOB_STATE_RUNNING,
+      "started on " + std::to_string(workers.size()) + " worker" +
+          (workers.size() == 1 ? "" : "s") +
+          (details.configuration.empty() ? "" : " with " + details.configuration + " (auto)") +
+          after_failure_locked(job.id),
+      details);
   if (!started.ok()) return;
   const int64_t now = now_unix_ms();
   if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
@@ -253,7 +273,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
     task.set_attempt(started->attempt);
     task.set_rank(int32_t(rank));
     task.set_world_size(int32_t(workers.size()));
-    task.set_spec_json(job.spec_json);
+    task.set_spec_json(spec_json);
     task.set_rendezvous_scope(rendezvous_scope(job.id, started->attempt));
     task.set_checkpoint_dir((std::filesystem::path(options_.checkpoint_root) / job.id).string());
     task.set_resume(started->attempt > 1);

@@ -130,7 +130,10 @@ class Scheduler {
   // Drops what is remembered of jobs no longer in `active` (they ended).
   void forget_ended_jobs_locked(const std::vector<JobRecord>& active)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts `job` on `workers` with `configuration`: its tasks get the
+  // job's spec with the `auto` keys chosen so.
   void start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
+                            const plan::RankConfiguration& configuration,
                             const std::vector<WorkerEntry*>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the running attempt of `job_id` as failed because of `cause`

@@ -1,7 +1,10 @@
 // Why: the defaults of the job spec that depend on other keys (loss scaling
 // on compute, val fraction on val, checkpoint dir on name) are decided here
-// once, so every consumer of a JobSpec agrees on them.
+// once, so every consumer of a JobSpec agrees on them; so is which keys may
+// be left `auto`.
 #include "engine/config/job_spec.h"
+
+#include "engine/config/job_spec_fields.h"
 
 namespace mixtrain::config {
 
@@ -18,6 +21,23 @@ double effective_val_fraction(const DataSpec& data) {
 std::string effective_checkpoint_dir(const JobSpec& spec) {
   if (spec.checkpoint.dir) return *spec.checkpoint.dir;
   return "./checkpoints/" + spec.name;
+}
+
+bool AutoKeys::*auto_key(std::string_view section, std::string_view key) {
+  bool AutoKeys::*found = nullptr;
+  for_each_auto_key([&](std::string_view s, std::string_view k, bool AutoKeys::*flag) {
+    if (s == section && k == key) found = flag;
+  });
+  return found;
+}
+
+std::string auto_key_names(const AutoKeys& auto_keys) {
+  std::string out;
+  for_each_auto_key([&](std::string_view section, std::string_view key, bool AutoKeys::*flag) {
+    if (auto_keys.*flag)
+      out += (out.empty() ? "" : ", ") + std::string(section) + "." + std::string(key);
+  });
+  return out;
 }
 
 std::string fp8_field_choices() {

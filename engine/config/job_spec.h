@@ -157,6 +157,24 @@ struct RetriesSpec {
   friend bool operator==(const RetriesSpec&, const RetriesSpec&) = default;
 };
 
+// The keys a spec may leave to the planner by writing `auto` (DESIGN.md
+// §4): zero.stage, zero.offload_optimizer, zero.offload_params and
+// train.activation_checkpointing. The coordinator (or `mixtrain train`, for
+// this machine) chooses them: the cheapest configuration whose plan fits
+// the memory the ranks get (plan::choose_configuration). Until then their
+// members hold the defaults, which nothing may train or plan with.
+struct AutoKeys {
+  bool zero_stage = false;
+  bool offload_optimizer = false;
+  bool offload_params = false;
+  bool activation_checkpointing = false;
+
+  bool any() const {
+    return zero_stage || offload_optimizer || offload_params || activation_checkpointing;
+  }
+  friend bool operator==(const AutoKeys&, const AutoKeys&) = default;
+};
+
 struct JobSpec {
   std::string name;  // required
   ModelSpec model;
@@ -167,6 +185,7 @@ struct JobSpec {
   ResourcesSpec resources;
   CheckpointSpec checkpoint;
   RetriesSpec retries;
+  AutoKeys auto_keys;  // the keys written `auto`, left to the planner
 
   // Field by field, doubles exactly (as every section's operator==).
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
@@ -178,6 +197,14 @@ struct SpecError {
   std::string key_path;
   std::string message;
 };
+
+// The flag of AutoKeys for `key` of `section` ("zero", "stage"), or nullptr
+// for a key that cannot be `auto`.
+bool AutoKeys::*auto_key(std::string_view section, std::string_view key);
+
+// The keys `auto_keys` leaves open, as the spec spells them:
+// "zero.stage, train.activation_checkpointing".
+std::string auto_key_names(const AutoKeys& auto_keys);
 
 // The loss scaling in effect: the explicit choice, else dynamic for fp16
 // compute and none otherwise.

@@ -66,4 +66,14 @@ void for_each_section_field(Visitor&& visit) {
   visit("retries", "max_restarts", &JobSpec::retries, &RetriesSpec::max_restarts);
 }
 
+// Calls visit(section, key, flag) for every key a spec may write `auto`
+// (AutoKeys), e.g. visit("zero", "stage", &AutoKeys::zero_stage).
+template <class Visitor>
+void for_each_auto_key(Visitor&& visit) {
+  visit("zero", "stage", &AutoKeys::zero_stage);
+  visit("zero", "offload_optimizer", &AutoKeys::offload_optimizer);
+  visit("zero", "offload_params", &AutoKeys::offload_params);
+  visit("train", "activation_checkpointing", &AutoKeys::activation_checkpointing);
+}
+
 }  // namespace mixtrain::config

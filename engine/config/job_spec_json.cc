@@ -126,6 +126,12 @@ void decode(const Field& f, Fp8Spec& out) {
   });
 }
 
+// True when `key` of `section` is `auto` in `spec`.
+bool written_auto(const JobSpec& spec, std::string_view section, std::string_view key) {
+  bool AutoKeys::*automatic = auto_key(section, key);
+  return automatic != nullptr && spec.auto_keys.*automatic;
+}
+
 }  // namespace
 
 Json job_spec_to_json(const JobSpec& spec) {
@@ -133,7 +139,9 @@ Json job_spec_to_json(const JobSpec& spec) {
   out["name"] = spec.name;
   for_each_section_field(
       [&](std::string_view section, std::string_view key, auto section_member, auto field_member) {
-        out[std::string(section)][std::string(key)] = encode((spec.*section_member).*field_member);
+        out[std::string(section)][std::string(key)] =
+            written_auto(spec, section, key) ? Json("auto")
+                                             : encode((spec.*section_member).*field_member);
       });
   return out;
 }
@@ -152,6 +160,11 @@ JobSpec job_spec_from_json(const Json& json) {
   for_each_section_field(
       [&](std::string_view section, std::string_view key, auto section_member, auto field_member) {
         const JsonFields fields = top.object(section);
+        if (bool AutoKeys::*automatic = auto_key(section, key)) {
+          const Json& value = fields.get(key);
+          spec.auto_keys.*automatic = value.is_string() && value.get<std::string>() == "auto";
+          if (spec.auto_keys.*automatic) return;
+        }
         decode(Field{fields, key, std::string(section) + "." + std::string(key)},
                (spec.*section_member).*field_member);
       });

@@ -11,7 +11,8 @@ namespace mixtrain::config {
 
 // {"name": ..., "model": {"arch": "gpt", ...}, "data": {...}, ...}: every
 // key of every section (job_spec_fields.h), unset optionals as null, enums
-// and the compute dtype as the spec spells them.
+// and the compute dtype as the spec spells them, a key left to the planner
+// as "auto".
 Json job_spec_to_json(const JobSpec& spec);
 
 // The inverse: job_spec_from_json(job_spec_to_json(s)) == s. Throws

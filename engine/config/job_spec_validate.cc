@@ -219,19 +219,23 @@ void check_precision(const PrecisionSpec& precision, Checker& check) {
                                      dtype_name(precision.compute));
 }
 
-void check_zero(const ZeroSpec& zero, Checker& check) {
-  if (zero.stage < 0 || zero.stage > 3)
-    check.fail("zero.stage", "must be 0, 1, 2 or 3, got " + format_number(zero.stage));
-  if (zero.offload_optimizer == OffloadTarget::kCpu && zero.stage < 1)
+// A rule between two keys holds when either is `auto`: the planner chooses
+// only configurations that keep every rule, and with the keys written so
+// far one always exists.
+void check_zero(const ZeroSpec& zero, const AutoKeys& auto_keys, Checker& check) {
+  const bool stage_written = !auto_keys.zero_stage;
+  if (stage_written && (zero.stage < 0 || zero.stage > 3))
+    check.fail("zero.stage", "must be 0, 1, 2, 3 or auto, got " + format_number(zero.stage));
+  if (zero.offload_optimizer == OffloadTarget::kCpu && stage_written && zero.stage < 1)
     check.fail("zero.offload_optimizer",
                "cpu offload needs zero.stage 1, 2 or 3 (the optimizer state must be partitioned), "
                "got stage " +
                    format_number(zero.stage));
   if (zero.offload_params == OffloadTarget::kCpu) {
-    if (zero.stage != 3)
+    if (stage_written && zero.stage != 3)
       check.fail("zero.offload_params", "cpu offload of parameters needs zero.stage 3, got stage " +
                                             format_number(zero.stage));
-    if (zero.offload_optimizer != OffloadTarget::kCpu)
+    if (zero.offload_optimizer != OffloadTarget::kCpu && !auto_keys.offload_optimizer)
       check.fail("zero.offload_params",
                  "cpu offload of parameters needs zero.offload_optimizer cpu as well");
   }
@@ -280,7 +284,7 @@ std::vector<SpecError> validate(const JobSpec& spec) {
   check_data(spec.data, spec.model, check);
   check_train(spec.train, check);
   check_precision(spec.precision, check);
-  check_zero(spec.zero, check);
+  check_zero(spec.zero, spec.auto_keys, check);
   check.in_range("resources.workers", spec.resources.workers, 1, kMaxWorkers);
   check.in_range("checkpoint.every", spec.checkpoint.every, 1, kMaxCount);
   check.in_range("checkpoint.keep", spec.checkpoint.keep, 1, kMaxKeep);

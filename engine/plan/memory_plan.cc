@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/common/error.h"
 #include "engine/common/usable_cores.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
@@ -134,6 +135,11 @@ int64_t MemoryPlan::peak(MemoryPool pool) const {
 }
 
 MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
+  if (spec.auto_keys.any()) {
+    throw EngineError(ErrorCode::kInvalidArgument,
+                      "cannot plan " + config::auto_key_names(spec.auto_keys) +
+                          " while auto: choose the configuration first");
+  }
   const int64_t ranks = target.world_size;
   const GptConfig model = gpt_config(spec.model);
   const ParameterLayout layout(model, ranks);
@@ -243,13 +249,6 @@ PlanTarget scheduling_target(const config::JobSpec& spec) {
   target.cuda = spec.resources.backend == config::BackendChoice::kCuda;
   target.bf16_gemm_staged = true;
   return target;
-}
-
-RankMemory rank_memory(const config::JobSpec& spec) {
-  const MemoryPlan plan = plan_memory(spec, scheduling_target(spec));
-  return RankMemory{static_cast<double>(ParameterLayout(gpt_config(spec.model)).param_count()),
-                    static_cast<double>(plan.peak(MemoryPool::kDevice)),
-                    static_cast<double>(plan.peak(MemoryPool::kHost))};
 }
 
 }  // namespace mixtrain::plan

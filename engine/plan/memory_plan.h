@@ -48,27 +48,15 @@ struct MemoryPlan {
   int64_t host_traffic_bytes_per_step = 0;
 };
 
-// The plan of `spec` (validated) on `target`; resources.workers is ignored
-// for target.world_size. Throws EngineError(kInvalidArgument) when a figure
-// is too large to plan.
+// The plan of `spec` (validated, no key left `auto`) on `target`;
+// resources.workers is ignored for target.world_size. Throws
+// EngineError(kInvalidArgument) when a figure is too large to plan, or a
+// key is still `auto`.
 MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target);
 
 // The target the coordinator plans `spec` for: spec.resources.workers ranks
 // on spec's backend, on any machine (one thread per rank, bf16 GEMMs
 // staged in fp32: the larger workspace of the two).
 PlanTarget scheduling_target(const config::JobSpec& spec);
-
-// What a rank of `spec` needs of a worker, as the coordinator checks it:
-// the pools' planned peaks on scheduling_target(spec), and the parameter
-// count.
-struct RankMemory {
-  double parameters = 0;
-  double device = 0;
-  double host = 0;
-
-  bool operator==(const RankMemory&) const = default;
-};
-// Throws as plan_memory does.
-RankMemory rank_memory(const config::JobSpec& spec);
 
 }  // namespace mixtrain::plan

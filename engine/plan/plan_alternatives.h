@@ -2,13 +2,16 @@
 // is which configuration would. Every ZeRO stage x offload x checkpointing
 // mode the spec allows is planned, those that fit a memory budget kept,
 // cheapest first by what a user pays for them: communication per step,
-// then recomputed FLOPs, then traffic between the pools.
+// then recomputed FLOPs, then traffic between the pools. The same order
+// chooses the keys a spec leaves `auto`.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/common/json.h"
 #include "engine/config/job_spec.h"
 #include "engine/plan/memory_plan.h"
 
@@ -29,7 +32,17 @@ struct PlanChoice {
 // after the stage).
 std::string describe(const PlanChoice& choice);
 
-// The choice `spec` makes, and `spec` with `choice` made.
+// The keys `open` leaves `auto`, as `choice` sets them: "zero.stage 3,
+// train.activation_checkpointing none".
+std::string describe_auto(const PlanChoice& choice, const config::AutoKeys& open);
+
+// {"zero_stage": 3, "offload_optimizer": "cpu", "offload_params": "none",
+// "activation_checkpointing": "blocks"}, and back (throws
+// EngineError(kInvalidArgument) naming a missing or unknown value).
+Json choice_json(const PlanChoice& choice);
+PlanChoice choice_from_json(const Json& json);
+
+// The choice `spec` makes, and `spec` with `choice` made (no key `auto`).
 PlanChoice choice_of(const config::JobSpec& spec);
 config::JobSpec with_choice(config::JobSpec spec, const PlanChoice& choice);
 
@@ -51,11 +64,47 @@ struct MemoryBudget {
   bool fits(const MemoryPlan& plan) const;
 };
 
-// Every choice the validator accepts for `spec` whose plan on `target`
-// fits `budget`, cheapest first: communication, recompute, host traffic,
-// device peak.
+// Every choice the validator accepts for `spec` that differs from it only
+// in the keys `open` names (all of them: any stage, offload and
+// checkpointing), with its plan on `target`, cheapest first:
+// communication, recompute, host traffic, device peak. With nothing open,
+// just `spec` as written. Throws as plan_memory does.
+std::vector<PlanAlternative> alternatives(const config::JobSpec& spec, const PlanTarget& target,
+                                          const config::AutoKeys& open);
+
+// Every choice of any stage, offload and checkpointing that fits `budget`,
+// cheapest first.
 std::vector<PlanAlternative> fitting_alternatives(const config::JobSpec& spec,
                                                   const PlanTarget& target,
                                                   const MemoryBudget& budget);
+
+// What `auto` becomes: the cheapest choice of the keys `spec` leaves
+// `auto` that fits `budget` (for a spec without any, the spec's own if it
+// fits); nullopt when none does.
+std::optional<PlanAlternative> choose_configuration(const config::JobSpec& spec,
+                                                    const PlanTarget& target,
+                                                    const MemoryBudget& budget);
+
+// What a rank needs of a worker in one configuration, as the coordinator
+// checks it: the pools' planned peaks, and the parameter count.
+struct RankMemory {
+  double parameters = 0;
+  double device = 0;
+  double host = 0;
+
+  bool operator==(const RankMemory&) const = default;
+};
+
+struct RankConfiguration {
+  PlanChoice choice;
+  RankMemory memory;
+
+  bool operator==(const RankConfiguration&) const = default;
+};
+
+// The configurations a rank of `spec` may run with, cheapest first, planned
+// on scheduling_target(spec): the spec's own, or every valid choice of the
+// keys it leaves `auto`. Throws as plan_memory does.
+std::vector<RankConfiguration> rank_configurations(const config::JobSpec& spec);
 
 }  // namespace mixtrain::plan

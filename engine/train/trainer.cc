@@ -16,9 +16,15 @@ namespace mixtrain {
 
 namespace {
 
-// `spec` if it is valid; throws EngineError(kInvalidArgument) naming every
-// problem otherwise.
+// `spec` if it is valid and leaves nothing `auto`; throws
+// EngineError(kInvalidArgument) naming every problem otherwise.
 config::JobSpec checked_spec(config::JobSpec spec) {
+  if (spec.auto_keys.any()) {
+    throw EngineError(ErrorCode::kInvalidArgument,
+                      config::auto_key_names(spec.auto_keys) +
+                          " is auto: the coordinator or `mixtrain train` chooses it before a "
+                          "trainer starts");
+  }
   const std::vector<config::SpecError> errors = config::validate(spec);
   if (!errors.empty()) {
     std::string message = "invalid job spec:";

@@ -4,8 +4,10 @@
 # the summary's memory_bytes object and the costs, the alternatives come
 # cheapest first and each fits the budget, a budget too small for
 # anything lists none and says the job does not fit, the table names the
-# categories, and bad input (a size that is not one, an unknown `auto`,
-# a shape too large for 64-bit byte counts) exits 2 with a message.
+# categories, `auto` keys become the cheapest listed choice that fits, and
+# bad input (a size that is not one, `auto` where it is not allowed or
+# cannot be kept, a shape too large for 64-bit byte counts) exits 2 with a
+# message.
 #   plan_cli_test.sh MIXTRAIN_BINARY
 set -euo pipefail
 mixtrain=$(realpath "$1")
@@ -72,7 +74,33 @@ expect_refusal() {  # expect_refusal NAME MESSAGE ARGS...
 }
 expect_refusal not_a_size "is not a memory size" "$work/job.yaml" --memory-per-worker 80GiBs
 expect_refusal zero_size "is not a memory size" "$work/job.yaml" --memory-per-worker 0
-expect_refusal auto_stage "zero.stage" "$work/job.yaml" --set zero.stage=auto
+expect_refusal auto_dtype "expected one of fp32" "$work/job.yaml" --set precision.compute=auto
+expect_refusal auto_conflict "needs zero.offload_optimizer cpu" "$work/job.yaml" \
+  --set zero.stage=auto --set zero.offload_params=cpu
+expect_refusal auto_too_small "no choice of zero.stage, train.activation_checkpointing (auto)" \
+  "$work/job.yaml" --set zero.stage=auto --set train.activation_checkpointing=auto \
+  --memory-per-worker 1MiB
+
+# `auto` keys are chosen for the budget: the cheapest listed alternative
+# that keeps the keys written (offloads none), and the plan is of it.
+"$mixtrain" plan "$work/job.yaml" --workers 2 --memory-per-worker 15MiB \
+  --set zero.stage=auto --set train.activation_checkpointing=auto -o json >"$work/auto.json"
+python3 - "$work/plan.json" "$work/auto.json" <<'EOF'
+import json, sys
+listed = json.load(open(sys.argv[1]))["alternatives"]
+chosen = json.load(open(sys.argv[2]))
+assert chosen["auto"] == ["zero.stage", "train.activation_checkpointing"], chosen["auto"]
+keeping = [a for a in listed
+           if a["offload_optimizer"] == "none" and a["offload_params"] == "none"]
+first = {k: keeping[0][k] for k in chosen["choice"]}
+assert chosen["choice"] == first, (chosen["choice"], first)
+assert chosen["fits"] is True, chosen
+print(f"auto: chose zero.stage {first['zero_stage']} + {first['activation_checkpointing']}")
+EOF
+"$mixtrain" plan "$work/job.yaml" --workers 2 --memory-per-worker 15MiB \
+  --set zero.stage=auto >"$work/auto.txt"
+grep -q "^auto chose zero.stage [0-3]$" "$work/auto.txt" || fail "no 'auto chose' line:
+$(cat "$work/auto.txt")"
 expect_refusal too_large "too large to plan" "$work/job.yaml" --set model.layers=1024 \
   --set model.dim=65536 --set model.heads=1024 --set model.seq_len=131072 \
   --set train.micro_batch=65536

@@ -5,8 +5,9 @@
 # from the checkpoint (also past damaged newest ones), a second run into a
 # directory holding a run's checkpoints is refused before any work,
 # `mixtrain export` writes a safetensors file (and refuses a missing
-# checkpoint or an unknown format), and a bad spec or a bad override exits 2
-# with the key named and nothing written.
+# checkpoint or an unknown format), `auto` keys are chosen and said, and a
+# bad spec or a bad override exits 2 with the key named and nothing
+# written.
 #   train_cli_test.sh MIXTRAIN_BINARY SOURCE_DIR
 set -euo pipefail
 mixtrain=$1
@@ -121,6 +122,16 @@ grep -q "resume: passing over checkpoint $work/ckpt/step_00000016: .*CRC32C" "$w
   || fail "the resume did not say it passed over step 16 and why"
 grep -q "resume: resuming from checkpoint $work/ckpt/step_00000012 (step 12)" "$work/past_flip.txt" \
   || fail "the resume did not say it went on from step 12"
+
+# `auto` keys are chosen for this machine before the run, said, and run
+# with: the summary's stage is the one chosen.
+"$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=4 \
+  --set zero.stage=auto --set train.activation_checkpointing=auto \
+  --set "checkpoint.dir=$work/auto-ckpt" --summary-json "$work/auto.json" >"$work/auto.txt" 2>&1 \
+  || { code=$?; cat "$work/auto.txt"; fail "an auto run exited $code"; }
+chosen=$(sed -n 's/^auto chose zero.stage \([0-3]\), train.activation_checkpointing [a-z]* (fits .* per rank)$/\1/p' "$work/auto.txt")
+[ -n "$chosen" ] || fail "an auto run did not say what it chose: $(cat "$work/auto.txt")"
+grep -q "\"zero_stage\": $chosen," "$work/auto.json" || fail "the auto run did not run stage $chosen"
 
 # Bad input: exit 2, the problem named, no summary written.
 set +e

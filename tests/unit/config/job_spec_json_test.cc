@@ -49,6 +49,19 @@ TEST(JobSpecJson, EveryFieldRoundTripsExactly) {
   EXPECT_EQ(job_spec_from_json(job_spec_to_json(JobSpec{})), JobSpec{});  // optionals unset
 }
 
+// A key left to the planner travels as "auto" and comes back as such.
+TEST(JobSpecJson, AutoKeysRoundTripAsAuto) {
+  JobSpec spec = unusual_spec();
+  spec.zero.stage = 0;
+  spec.auto_keys = {true, false, false, true};
+  const Json json = job_spec_to_json(spec);
+  EXPECT_EQ(json["zero"]["stage"], "auto");
+  EXPECT_EQ(json["train"]["activation_checkpointing"], "auto");
+  EXPECT_EQ(json["zero"]["offload_optimizer"], "cpu");
+  spec.train.activation_checkpointing = ActivationCheckpointing::kNone;  // what "auto" reads as
+  EXPECT_EQ(job_spec_from_json(parse_json(dump_json(json))), spec);
+}
+
 TEST(JobSpecJson, SpellsKeysAndValuesAsTheYamlDoes) {
   const Json json = job_spec_to_json(unusual_spec());
   EXPECT_EQ(json["precision"]["compute"], "fp16");

@@ -161,7 +161,7 @@ INSTANTIATE_TEST_SUITE_P(
                        },
                        "precision.max_scale", "at least precision.init_scale (65536), got 1024"},
         ImpossibleCase{"stage_four", [](JobSpec& s) { s.zero.stage = 4; }, "zero.stage",
-                       "0, 1, 2 or 3, got 4"},
+                       "0, 1, 2, 3 or auto, got 4"},
         ImpossibleCase{"offload_opt_stage0",
                        [](JobSpec& s) { s.zero.offload_optimizer = OffloadTarget::kCpu; },
                        "zero.offload_optimizer", "needs zero.stage 1, 2 or 3"},

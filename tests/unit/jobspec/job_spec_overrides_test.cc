@@ -103,8 +103,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadOverride{
             "wrong_type", "train.steps=abc",
             "--set train.steps=abc: train.steps: expected a non-negative integer, got 'abc'"},
-        BadOverride{"float_for_int", "zero.stage=1.5",
-                    "--set zero.stage=1.5: zero.stage: expected a non-negative integer, got 1.5"},
+        BadOverride{
+            "float_for_int", "zero.stage=1.5",
+            "--set zero.stage=1.5: zero.stage: expected a non-negative integer or auto, got "
+            "1.5"},
         BadOverride{"bad_enum", "precision.compute=half",
                     "--set precision.compute=half: precision.compute: expected one of fp32, "
                     "fp16, bf16, fp8, got 'half'"},

@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
         MalformedCase{"float_for_int", HEAD "model:\n  arch: gpt\n  layers: 2.5\n",
                       "t.yaml:5: model.layers: expected a non-negative integer, got 2.5"},
         MalformedCase{"negative_for_unsigned", HEAD "zero: {stage: -1}\n",
-                      "t.yaml:3: zero.stage: expected a non-negative integer, got -1"},
+                      "t.yaml:3: zero.stage: expected a non-negative integer or auto, got -1"},
         MalformedCase{"list_for_map", HEAD "model: [4, 4]\n",
                       "t.yaml:3: model: expected a map of keys (arch, layers, heads, dim, "
                       "seq_len, vocab, init_from), got a list"},
@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "got 'auto'"},
         MalformedCase{"unknown_checkpointing", HEAD "train: {activation_checkpointing: full}\n",
                       "t.yaml:3: train.activation_checkpointing: expected one of none, "
-                      "selective, blocks, got 'full'"},
+                      "selective, blocks or auto, got 'full'"},
         MalformedCase{"unknown_backend", HEAD "resources: {backend: rocm}\n",
                       "t.yaml:3: resources.backend: expected one of auto, cpu, cuda, got 'rocm'"},
         MalformedCase{"one_beta", HEAD "train: {betas: [0.9]}\n",

@@ -119,6 +119,48 @@ TEST(ParseJobSpec, Fp8ComputeAndItsSettings) {
   EXPECT_EQ(config::effective_fp8(defaults.spec->precision), config::Fp8Spec{});
 }
 
+// `auto` (quoted or not) leaves a key to the planner: its flag is set and
+// its member keeps the default; an override can open or close one; a rule
+// between two keys that one of them being `auto` can keep is not broken.
+TEST(ParseJobSpec, AutoKeysAreLeftToThePlanner) {
+  const JobSpecResult result = parse_job_spec(
+      "name: n\ndata: {train: builtin:demo}\n"
+      "zero: {stage: auto, offload_optimizer: \"auto\", offload_params: cpu}\n"
+      "train: {activation_checkpointing: auto}\n",
+      "t.yaml");
+  ASSERT_TRUE(result.ok()) << describe(result);
+  const config::AutoKeys expected{true, true, false, true};
+  EXPECT_EQ(result.spec->auto_keys, expected);
+  EXPECT_EQ(result.spec->zero.stage, 0);
+  EXPECT_EQ(result.spec->zero.offload_params, config::OffloadTarget::kCpu);
+  EXPECT_EQ(config::auto_key_names(result.spec->auto_keys),
+            "zero.stage, zero.offload_optimizer, train.activation_checkpointing");
+
+  JobSpecOptions options;
+  options.overrides = {"zero.stage=2", "zero.offload_params=auto"};
+  const JobSpecResult overridden = parse_job_spec(
+      "name: n\ndata: {train: builtin:demo}\nzero: {stage: auto}\n", "t.yaml", options);
+  ASSERT_TRUE(overridden.ok()) << describe(overridden);
+  EXPECT_EQ(overridden.spec->auto_keys, (config::AutoKeys{false, false, true, false}));
+  EXPECT_EQ(overridden.spec->zero.stage, 2);
+
+  // Written keys that no `auto` can reconcile are still refused.
+  const JobSpecResult stuck = parse_job_spec(
+      "name: n\ndata: {train: builtin:demo}\n"
+      "zero: {stage: 1, offload_optimizer: auto, offload_params: cpu}\n",
+      "t.yaml");
+  ASSERT_EQ(stuck.errors.size(), 1u) << describe(stuck);
+  EXPECT_EQ(stuck.errors[0].to_string(),
+            "t.yaml:3: zero.offload_params: cpu offload of parameters needs zero.stage 3, got "
+            "stage 1");
+  // Only the planner's keys take `auto`.
+  const JobSpecResult other =
+      parse_job_spec("name: n\ndata: {train: builtin:demo}\nzero: {bucket_mb: auto}\n", "t.yaml");
+  ASSERT_EQ(other.errors.size(), 1u) << describe(other);
+  EXPECT_EQ(other.errors[0].to_string(),
+            "t.yaml:3: zero.bucket_mb: expected a non-negative integer, got 'auto'");
+}
+
 TEST(ParseJobSpec, EmptyOptionalValueLeavesKeyUnset) {
   const JobSpecResult result =
       parse_job_spec("name: n\nmodel: {init_from: }\ndata: {train: builtin:demo, val: ~}\n", "t");
@@ -168,7 +210,7 @@ TEST(LoadJobSpecFile, ReadsAFileAndNamesItInErrors) {
   std::filesystem::remove(path);
   ASSERT_EQ(result.errors.size(), 1u) << describe(result);
   EXPECT_EQ(result.errors[0].to_string(),
-            path.string() + ":3: zero.stage: must be 0, 1, 2 or 3, got 5");
+            path.string() + ":3: zero.stage: must be 0, 1, 2, 3 or auto, got 5");
 }
 
 TEST(LoadJobSpecFile, MissingFileIsOneError) {

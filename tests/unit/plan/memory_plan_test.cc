@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <set>
 #include <tuple>
 
 #include "engine/common/error.h"
@@ -89,7 +91,7 @@ TEST(MemoryPlan, Fp32CountsTheMasterWeightsOnceAsTheParameters) {
   EXPECT_EQ(stage3.at(MemoryPool::kDevice, MemoryCategory::kParams), 4 * psi / 2);
 }
 
-TEST(MemoryPlan, RankMemoryIsThePlannedPeakOfTheSpecsWorkers) {
+TEST(MemoryPlan, ARankConfigurationIsThePlannedPeakOfTheSpecsWorkers) {
   config::JobSpec spec = small_spec();
   spec.resources.workers = 2;
   spec.zero.stage = 2;
@@ -98,12 +100,76 @@ TEST(MemoryPlan, RankMemoryIsThePlannedPeakOfTheSpecsWorkers) {
   target.world_size = 2;
   target.bf16_gemm_staged = true;
   const MemoryPlan plan = plan_memory(spec, target);
-  const RankMemory memory = rank_memory(spec);
+  const std::vector<RankConfiguration> configurations = rank_configurations(spec);
+  ASSERT_EQ(configurations.size(), 1u);  // nothing auto: the spec's own
+  EXPECT_EQ(configurations[0].choice, choice_of(spec));
+  const RankMemory& memory = configurations[0].memory;
   EXPECT_EQ(memory.parameters,
             static_cast<double>(ParameterLayout(gpt_config(spec.model)).param_count()));
   EXPECT_EQ(memory.device, static_cast<double>(plan.peak(MemoryPool::kDevice)));
   EXPECT_EQ(memory.host, static_cast<double>(plan.peak(MemoryPool::kHost)));
   EXPECT_GT(memory.host, 0);
+}
+
+// `auto` keys vary, the written ones stay, every choice is valid and they
+// come cheapest first; a spec still `auto` cannot be planned.
+TEST(MemoryPlan, AutoKeysOpenOnlyTheirOwnChoices) {
+  config::JobSpec spec = small_spec();
+  spec.resources.workers = 2;
+  spec.auto_keys.zero_stage = true;
+  spec.auto_keys.offload_optimizer = true;
+  spec.train.activation_checkpointing = config::ActivationCheckpointing::kSelective;
+  EXPECT_THROW(plan_memory(spec, scheduling_target(spec)), EngineError);
+  const std::vector<RankConfiguration> configurations = rank_configurations(spec);
+  // stage 0 without offload, stages 1-3 with and without: 7.
+  ASSERT_EQ(configurations.size(), 7u);
+  std::set<std::pair<int64_t, config::OffloadTarget>> seen;
+  for (const RankConfiguration& c : configurations) {
+    EXPECT_EQ(c.choice.checkpointing, config::ActivationCheckpointing::kSelective);
+    EXPECT_EQ(c.choice.offload_params, config::OffloadTarget::kNone);
+    seen.insert({c.choice.stage, c.choice.offload_optimizer});
+  }
+  EXPECT_EQ(seen.size(), 7u);
+  // Stages 0 and 1 send the least; of the two, stage 1 holds less.
+  EXPECT_EQ(configurations.front().choice,
+            (PlanChoice{1, config::OffloadTarget::kNone, config::OffloadTarget::kNone,
+                        config::ActivationCheckpointing::kSelective}));
+  const std::vector<PlanAlternative> all =
+      alternatives(spec, scheduling_target(spec), spec.auto_keys);
+  for (size_t i = 1; i < all.size(); ++i) {
+    EXPECT_LE(all[i - 1].plan.comm_elements_per_step, all[i].plan.comm_elements_per_step);
+  }
+}
+
+// What `auto` becomes: the cheapest choice that fits; none when none fits.
+TEST(MemoryPlan, ChooseConfigurationTakesTheCheapestThatFits) {
+  config::JobSpec spec = small_spec();
+  spec.auto_keys.zero_stage = true;
+  spec.auto_keys.activation_checkpointing = true;
+  PlanTarget target;
+  target.world_size = 4;
+  const std::vector<PlanAlternative> all = alternatives(spec, target, spec.auto_keys);
+  ASSERT_GT(all.size(), 2u);
+  const int64_t everything = all.front().plan.peak(MemoryPool::kDevice);
+  std::optional<PlanAlternative> chosen =
+      choose_configuration(spec, target, MemoryBudget{.device = everything});
+  ASSERT_TRUE(chosen.has_value());
+  EXPECT_EQ(chosen->choice, all.front().choice);
+  // Less room: the first of the ranked choices that fits, no cheaper one.
+  const MemoryBudget tight{.device = everything - 1};
+  chosen = choose_configuration(spec, target, tight);
+  ASSERT_TRUE(chosen.has_value());
+  EXPECT_LE(chosen->plan.peak(MemoryPool::kDevice), tight.device);
+  for (const PlanAlternative& a : all) {
+    if (a.choice == chosen->choice) break;
+    EXPECT_FALSE(tight.fits(a.plan)) << describe(a.choice);
+  }
+  EXPECT_EQ(with_choice(spec, chosen->choice).auto_keys, config::AutoKeys{});
+  EXPECT_FALSE(choose_configuration(spec, target, MemoryBudget{.device = 1}).has_value());
+  EXPECT_EQ(describe_auto(chosen->choice, spec.auto_keys),
+            "zero.stage " + std::to_string(chosen->choice.stage) +
+                ", train.activation_checkpointing " +
+                std::string(config::enum_name(chosen->choice.checkpointing)));
 }
 
 TEST(MemoryPlan, SaysTooLargeInsteadOfOverflowing) {

@@ -226,12 +226,17 @@ TEST_F(JobDatabaseTest, ReopenedStoreSeesEverything) {
 
 TEST_F(JobDatabaseTest, NeedsAreStoredWithTheJobAndReadBack) {
   auto store = open_database();
-  const JobNeeds needs{.workers = 4,
-                       .backend = config::BackendChoice::kCuda,
-                       .max_restarts = 2,
-                       .zero_stage = 3,
-                       .memory = {124e6, 2.5e9, 1.5e9},
-                       .min_loss_scale = 1.0};
+  const JobNeeds needs{
+      .workers = 4,
+      .backend = config::BackendChoice::kCuda,
+      .max_restarts = 2,
+      .configurations = {{{3, config::OffloadTarget::kCpu, config::OffloadTarget::kNone,
+                           config::ActivationCheckpointing::kBlocks},
+                          {124e6, 2.5e9, 1.5e9}},
+                         {{2, config::OffloadTarget::kNone, config::OffloadTarget::kNone,
+                           config::ActivationCheckpointing::kNone},
+                          {124e6, 4.5e9, 0}}},
+      .min_loss_scale = 1.0};
   const absl::StatusOr<JobRecord> dynamic = store->create_job("d", "name: d\n", "{}", 10, needs);
   ASSERT_TRUE(dynamic.ok()) << dynamic.status();
   EXPECT_EQ(dynamic->needs, needs);
@@ -261,7 +266,10 @@ TEST_F(JobDatabaseTest, AnOlderDatabaseGetsTheNeedsAndSpecOfItsActiveJobsOnOpen)
   }
   {
     std::unique_ptr<SqliteDb> db = *SqliteDb::open(dir_.path("jobs.db"));
-    ASSERT_TRUE(db->exec("UPDATE jobs SET needs_workers = NULL, spec_json = NULL").ok());
+    ASSERT_TRUE(
+        db->exec("UPDATE jobs SET needs_workers = NULL, needs_configurations = NULL, spec_json = "
+                 "NULL")
+            .ok());
   }
   auto store = open_database();
   const std::optional<JobNeeds> needs = store->get_job(queued)->needs;
@@ -269,7 +277,8 @@ TEST_F(JobDatabaseTest, AnOlderDatabaseGetsTheNeedsAndSpecOfItsActiveJobsOnOpen)
   EXPECT_EQ(needs->workers, 3);
   EXPECT_EQ(needs->backend, config::BackendChoice::kCpu);
   EXPECT_EQ(needs->max_restarts, 5);
-  EXPECT_GT(needs->memory.parameters, 0);
+  ASSERT_EQ(needs->configurations.size(), 1u);
+  EXPECT_GT(needs->configurations[0].memory.parameters, 0);
   const config::JobSpec resolved =
       config::job_spec_from_json(parse_json(store->get_job(queued)->spec_json));
   EXPECT_EQ(resolved.resources.workers, 3);

@@ -23,7 +23,9 @@ v1::Worker worker(const std::string& id, v1::Backend backend, int64_t ram,
 
 QueuedJob job(const std::string& id, int32_t workers,
               config::BackendChoice backend = config::BackendChoice::kAuto, double bytes = 0) {
-  return {id, JobNeeds{.workers = workers, .backend = backend, .memory = {1e6, bytes, 0}}};
+  return {id, JobNeeds{.workers = workers,
+                       .backend = backend,
+                       .configurations = {{plan::PlanChoice{}, {1e6, bytes, 0}}}}};
 }
 
 std::vector<const v1::Worker*> pointers(const std::vector<v1::Worker>& workers) {
@@ -78,6 +80,39 @@ TEST(PlacementTest, BackendAndMemoryDecideWhereARankFits) {
             "asks for 1 cpu workers, only 0 registered with room for a rank (each needs "
             "14.9 GiB for 1e+06 parameters at zero.stage 0; 1 registered "
             "worker has less)");
+}
+
+// A job with `auto` keys starts in the cheapest configuration (the first)
+// that enough idle workers hold: the cheap one on large workers, the
+// frugal one when only small workers are idle; it waits only when no
+// configuration fits, and its wait reason names the smallest.
+TEST(PlacementTest, AnAutoJobStartsInTheCheapestConfigurationItsWorkersHold) {
+  const plan::PlanChoice stage1{1};
+  const plan::PlanChoice stage3{3, config::OffloadTarget::kCpu};
+  QueuedJob automatic{
+      "auto", JobNeeds{.workers = 2,
+                       .backend = config::BackendChoice::kCpu,
+                       .configurations = {{stage1, {1e6, 6e9, 0}}, {stage3, {1e6, 1e9, 2e9}}}}};
+  const std::vector<v1::Worker> large = {worker("a", v1::BACKEND_CPU, 8e9),
+                                         worker("b", v1::BACKEND_CPU, 8e9)};
+  std::vector<Placement> placed = place_jobs({automatic}, pointers(large));
+  EXPECT_EQ(placed[0].workers, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(placed[0].configuration, 0u);
+  // One large worker busy: the other and a small one hold only stage 3.
+  const std::vector<v1::Worker> mixed = {worker("a", v1::BACKEND_CPU, 8e9, v1::WORKER_STATE_BUSY),
+                                         worker("b", v1::BACKEND_CPU, 8e9),
+                                         worker("small", v1::BACKEND_CPU, 4e9)};
+  placed = place_jobs({automatic}, pointers(mixed));
+  EXPECT_EQ(placed[0].workers, (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(placed[0].configuration, 1u);
+  const std::vector<v1::Worker> tiny = {worker("a", v1::BACKEND_CPU, 2e9),
+                                        worker("b", v1::BACKEND_CPU, 2e9)};
+  placed = place_jobs({automatic}, pointers(tiny));
+  EXPECT_TRUE(placed[0].workers.empty());
+  EXPECT_EQ(placed[0].wait_reason,
+            "asks for 2 cpu workers, only 0 registered with room for a rank (each needs at least "
+            "0.931 GiB plus 1.86 GiB offloaded for 1e+06 parameters at zero.stage 3 + "
+            "offload_optimizer cpu; 2 registered workers have less)");
 }
 
 // A CUDA worker with a GPU given as sm_<capability> (0: not reported).
