@@ -384,12 +384,27 @@ TEST_F(SchedulerTest, AJobNoWorkerCanHoldIsRefusedWithWhatWouldFit) {
               testing::EndsWith("the largest, " + medium->id() +
                                 ", has 8 GiB; fits with zero.stage 0 + activation_checkpointing "
                                 "selective"));
+  // Left to the coordinator (auto), the same job is taken and starts with
+  // that choice: its task's spec has it made, the job records it.
+  const std::string automatic = submit(
+      "name: gpt2\ndata: {train: builtin:demo}\ntrain: {steps: 10, warmup_steps: 2, "
+      "micro_batch: 16, activation_checkpointing: auto}\nmodel: {layers: 12, heads: 12, dim: 768, "
+      "seq_len: 1024}\nzero: {stage: auto}\nresources: {workers: 1}\n");
+  const v1::Task task = medium->next_start();
+  EXPECT_EQ(task.job_id(), automatic);
+  const config::JobSpec run = config::job_spec_from_json(parse_json(task.spec_json()));
+  EXPECT_EQ(run.auto_keys, config::AutoKeys{});
+  EXPECT_EQ(run.zero.stage, 0);
+  EXPECT_EQ(run.train.activation_checkpointing, config::ActivationCheckpointing::kSelective);
+  await_state(automatic, v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(job(automatic).configuration(),
+            "zero.stage 0, train.activation_checkpointing selective");
   v1::ListJobsResponse listed;
   ASSERT_TRUE(jobs_
                   ->ListJobs(testing_support::call_context(testing_support::kClientToken).get(), {},
                              &listed)
                   .ok());
-  EXPECT_EQ(listed.jobs_size(), 2);  // three and fits: nothing of the refused ones
+  EXPECT_EQ(listed.jobs_size(), 3);  // three, fits, automatic: nothing of the refused ones
 }
 
 // Issue 16: compute fp8 needs fp8 tensor cores (sm_89+). With only an
