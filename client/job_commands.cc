@@ -84,10 +84,11 @@ int run_jobs_command(CoordinatorClient& client, OutputFormat format, std::ostrea
     out << list.dump(2) << "\n";
     return kExitOk;
   }
-  TextTable table({"ID", "NAME", "STATE", "ATTEMPT", "STEP/STEPS", "AGE", "MESSAGE"});
+  TextTable table({"ID", "NAME", "STATE", "PRIORITY", "ATTEMPT", "STEP/STEPS", "AGE", "MESSAGE"});
   for (const v1::Job& job : response.jobs()) {
     table.add_row(
-        {job.id(), job.name(), state_name(job.state()), std::to_string(job.attempt()),
+        {job.id(), job.name(), state_name(job.state()), std::to_string(job.priority()),
+         std::to_string(job.attempt()),
          std::to_string(job.progress().step()) + "/" + std::to_string(job.progress().steps()),
          format_age(job.created_unix_ms()), trim_cell(job.message(), 48)});
   }

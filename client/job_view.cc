@@ -42,6 +42,7 @@ nlohmann::ordered_json job_json(const v1::Job& job, bool details) {
   nlohmann::ordered_json out = {{"id", job.id()},
                                 {"name", job.name()},
                                 {"state", state_name(job.state())},
+                                {"priority", job.priority()},
                                 {"attempt", job.attempt()},
                                 {"step", job.progress().step()},
                                 {"steps", job.progress().steps()},

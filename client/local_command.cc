@@ -164,7 +164,7 @@ int run_local_command(const LocalCommandArgs& args, OutputFormat format, bool te
   if (signals.interrupted()) {
     err << kWho << ": interrupted while starting the local cluster\n";
   } else if (client.ok()) {
-    code = submit_job_file(*client, spec_path, id, err);
+    code = submit_job_file(*client, spec_path, {}, id, err);
   }
   FollowResult followed;
   if (code == kExitOk) {

@@ -16,6 +16,10 @@ ServiceCli::ServiceCli(CLI::App& app) {
 
   submit_ = app.add_subcommand("submit", "hand a job to the coordinator");
   submit_->add_option("spec", submit_args_.spec_path, "job spec (YAML)")->required();
+  submit_->add_option("--set", submit_args_.overrides, "override a spec key: key.path=value")
+      ->allow_extra_args(false);
+  submit_->add_option("--priority", submit_args_.priority,
+                      "scheduling.priority: higher runs first and may preempt (0-1000)");
   submit_->add_flag("--follow", submit_args_.follow, "follow the job until it ends");
 
   local_ = app.add_subcommand("local", "run a job on a coordinator and workers on this machine");

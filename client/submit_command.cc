@@ -11,8 +11,8 @@
 
 namespace mixtrain::cli {
 
-int submit_job_file(CoordinatorClient& client, const std::filesystem::path& path, std::string& id,
-                    std::ostream& err) {
+int submit_job_file(CoordinatorClient& client, const std::filesystem::path& path,
+                    const std::vector<std::string>& overrides, std::string& id, std::ostream& err) {
   std::ifstream file(path, std::ios::binary);
   std::stringstream text;
   text << file.rdbuf();
@@ -25,6 +25,7 @@ int submit_job_file(CoordinatorClient& client, const std::filesystem::path& path
   v1::SubmitJobRequest request;
   request.set_spec_yaml(text.str());
   request.set_source_name(path.filename().string());
+  for (const std::string& assignment : overrides) request.add_overrides(assignment);
   v1::SubmitJobResponse response;
   const grpc::Status status = client.call(&v1::JobService::Stub::SubmitJob, request, response);
   if (!status.ok()) return client.report(status, "", err);
@@ -35,7 +36,9 @@ int submit_job_file(CoordinatorClient& client, const std::filesystem::path& path
 int run_submit_command(CoordinatorClient& client, const SubmitCommandArgs& args,
                        OutputFormat format, bool terminal, std::ostream& out, std::ostream& err) {
   std::string id;
-  const int code = submit_job_file(client, args.spec_path, id, err);
+  std::vector<std::string> overrides = args.overrides;
+  if (args.priority) overrides.push_back("scheduling.priority=" + std::to_string(*args.priority));
+  const int code = submit_job_file(client, args.spec_path, overrides, id, err);
   if (code != kExitOk) return code;
   if (format == OutputFormat::kTable) {
     out << "submitted " << id << "\n" << std::flush;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "client/coordinator_client.h"
 
@@ -13,15 +15,19 @@ namespace mixtrain::cli {
 
 struct SubmitCommandArgs {
   std::string spec_path;
+  std::vector<std::string> overrides;  // --set key=value, in order
+  std::optional<int64_t> priority;     // --priority N: --set scheduling.priority=N, last
   bool follow = false;
 };
 
 // Submits the spec file at `path` (named by its file name in the
-// coordinator's messages) and sets `id`. Returns 0, or the exit code
-// after printing why to `err`: 2 for an unreadable file or an invalid spec
-// (the coordinator's message lines), else as CoordinatorClient::report.
-int submit_job_file(CoordinatorClient& client, const std::filesystem::path& path, std::string& id,
-                    std::ostream& err);
+// coordinator's messages) with `overrides` ("key.path=value", applied by
+// the coordinator before it validates) and sets `id`. Returns 0, or the
+// exit code after printing why to `err`: 2 for an unreadable file or an
+// invalid spec (the coordinator's message lines), else as
+// CoordinatorClient::report.
+int submit_job_file(CoordinatorClient& client, const std::filesystem::path& path,
+                    const std::vector<std::string>& overrides, std::string& id, std::ostream& err);
 
 // Submits and prints the id ("submitted ID", or {"id": "ID"} with -o
 // json); with --follow, follows the job (job_follower.h; the id line then

@@ -64,9 +64,10 @@ pid_t spawn_child(const std::string& path, const std::vector<std::string>& argv,
     posix_spawnattr_setflags(
         &attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setpgroup(&attributes, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attributes, &none);
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    for (int s : setup.blocked_signals) sigaddset(&blocked, s);
+    posix_spawnattr_setsigmask(&attributes, &blocked);
     sigset_t defaults;  // ignored ones would stay ignored across exec
     sigemptyset(&defaults);
     for (int s : {SIGPIPE, SIGINT, SIGTERM}) sigaddset(&defaults, s);

@@ -29,6 +29,10 @@ struct ChildSetup {
   // blocked, whatever this process ignores or the calling thread blocks:
   // a child its caller supervises and stops.
   bool own_process_group = false;
+  // Signals it starts with blocked (with own_process_group): one sent
+  // before it installed its handler stays pending until it unblocks them,
+  // instead of acting by default.
+  std::vector<int> blocked_signals;
 };
 
 // This process's environment without the entries whose name starts with

@@ -38,6 +38,11 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                     .Help("Times a job was requeued after a failed attempt")
                     .Register(*registry_)
                     .Add({})),
+      preemptions_(prometheus::BuildCounter()
+                       .Name("mixtrain_job_preemptions_total")
+                       .Help("Times a running job was preempted for a higher-priority one")
+                       .Register(*registry_)
+                       .Add({})),
       schedule_latency_(
           prometheus::BuildHistogram()
               .Name("mixtrain_schedule_latency_seconds")

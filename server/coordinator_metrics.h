@@ -26,6 +26,8 @@ class CoordinatorMetrics {
   void job_submitted() { submitted_.Increment(); }
   // mixtrain_job_restarts_total += 1.
   void job_restarted() { restarts_.Increment(); }
+  // mixtrain_job_preemptions_total += 1.
+  void job_preempted() { preemptions_.Increment(); }
   // Observes mixtrain_schedule_latency_seconds (queued → started).
   void job_started(double queued_seconds) { schedule_latency_.Observe(queued_seconds); }
   // Observes mixtrain_scheduler_pass_cpu_seconds: the CPU time of one pass
@@ -43,6 +45,7 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Gauge>& workers_;
   prometheus::Counter& submitted_;
   prometheus::Counter& restarts_;
+  prometheus::Counter& preemptions_;
   prometheus::Histogram& schedule_latency_;
   prometheus::Histogram& scheduler_pass_;
 };

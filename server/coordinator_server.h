@@ -39,6 +39,8 @@ struct CoordinatorOptions {
   // A running attempt whose rank 0 reports no new step for this long, and
   // for 20 times its recent step time, fails with "no progress".
   std::chrono::milliseconds stall_timeout{120'000};
+  // How long a preempted job's ranks have to checkpoint and stop.
+  std::chrono::milliseconds preempt_grace{120'000};
 };
 
 // Largest message accepted from a client or worker, and sent back.

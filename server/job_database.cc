@@ -76,16 +76,27 @@ constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
     // What the latest attempt's `auto` keys became (plan::describe_auto);
     // '' for a spec without any, or before the first start.
     {"configuration", "TEXT NOT NULL DEFAULT ''"},
+    // scheduling.priority and .preemptible; NULL like the needs.
+    {"needs_priority", "INTEGER"},
+    {"needs_preemptible", "INTEGER"},
 };
 
-// Binds `needs` to the 6 parameters from `first` on: workers, backend,
-// max_restarts, configurations, min_loss_scale, min_compute_capability.
+// The states whose jobs the scheduler holds: waiting, or with ranks running.
+const std::string kActiveStates = std::to_string(v1::JOB_STATE_QUEUED) + ", " +
+                                  std::to_string(v1::JOB_STATE_RUNNING) + ", " +
+                                  std::to_string(v1::JOB_STATE_PREEMPTED);
+
+// Binds `needs` to the 8 parameters from `first` on: workers, backend,
+// max_restarts, configurations, min_loss_scale, min_compute_capability,
+// priority, preemptible.
 SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeeds& needs) {
   statement.bind(first, int64_t{needs.workers})
       .bind(first + 1, static_cast<int64_t>(needs.backend))
       .bind(first + 2, int64_t{needs.max_restarts})
       .bind(first + 3, configurations_json(needs.configurations))
-      .bind(first + 5, int64_t{needs.min_compute_capability});
+      .bind(first + 5, int64_t{needs.min_compute_capability})
+      .bind(first + 6, int64_t{needs.priority})
+      .bind(first + 7, int64_t{needs.preemptible});
   return needs.min_loss_scale ? statement.bind_real(first + 4, *needs.min_loss_scale)
                               : statement.bind_null(first + 4);
 }
@@ -94,7 +105,7 @@ constexpr std::string_view kJobColumns =
     "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
     "restarts, progress, summary_json, needs_workers, needs_backend, needs_max_restarts, "
     "needs_configurations, needs_min_loss_scale, needs_min_compute_capability, spec_json, "
-    "configuration FROM jobs ";
+    "configuration, needs_priority, needs_preemptible FROM jobs ";
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -113,12 +124,14 @@ JobRecord read_job(const SqliteStatement& row) {
   }
   job.progress.set_steps(job.steps);
   job.summary_json = row.column_text(11);
-  if (!row.column_is_null(12) && !row.column_is_null(15)) {
+  if (!row.column_is_null(12) && !row.column_is_null(15) && !row.column_is_null(20)) {
     try {
       job.needs =
           JobNeeds{.workers = static_cast<int32_t>(row.column_int64(12)),
                    .backend = static_cast<config::BackendChoice>(row.column_int64(13)),
                    .max_restarts = static_cast<int32_t>(row.column_int64(14)),
+                   .priority = static_cast<int32_t>(row.column_int64(20)),
+                   .preemptible = row.column_int64(21) != 0,
                    .configurations = configurations_from_json(row.column_text(15)),
                    .min_loss_scale =
                        row.column_is_null(16) ? std::nullopt : std::optional(row.column_double(16)),
@@ -189,10 +202,10 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
       missing,
       select_rows(db,
                   "SELECT id, spec_yaml FROM jobs WHERE (needs_workers IS NULL OR spec_json IS "
-                  "NULL OR needs_min_compute_capability IS NULL OR needs_configurations IS NULL) "
+                  "NULL OR needs_min_compute_capability IS NULL OR needs_configurations IS NULL OR "
+                  "needs_priority IS NULL) "
                   "AND state IN (" +
-                      std::to_string(v1::JOB_STATE_QUEUED) + ", " +
-                      std::to_string(v1::JOB_STATE_RUNNING) + ")",
+                      kActiveStates + ")",
                   "", [](const SqliteStatement& row) {
                     return std::pair(row.column_text(0), row.column_text(1));
                   }));
@@ -208,11 +221,11 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
     ASSIGN_OR_RETURN(update, db.prepare("UPDATE jobs SET needs_workers = ?1, needs_backend = ?2, "
                                         "needs_max_restarts = ?3, needs_configurations = ?4, "
                                         "needs_min_loss_scale = ?5, "
-                                        "needs_min_compute_capability = ?6, spec_json = ?7 "
-                                        "WHERE id = ?8"));
+                                        "needs_min_compute_capability = ?6, needs_priority = ?7, "
+                                        "needs_preemptible = ?8, spec_json = ?9 WHERE id = ?10"));
     RETURN_IF_ERROR(bind_needs(update, 1, needs)
-                        .bind(7, dump_json(config::job_spec_to_json(*parsed.spec)))
-                        .bind(8, id)
+                        .bind(9, dump_json(config::job_spec_to_json(*parsed.spec)))
+                        .bind(10, id)
                         .run());
   }
   return absl::OkStatus();
@@ -225,6 +238,10 @@ bool is_legal_transition(v1::JobState from, v1::JobState to) {
     case v1::JOB_STATE_QUEUED:
       return to == v1::JOB_STATE_RUNNING || to == v1::JOB_STATE_CANCELLED;
     case v1::JOB_STATE_RUNNING:
+      return to == v1::JOB_STATE_SUCCEEDED || to == v1::JOB_STATE_FAILED ||
+             to == v1::JOB_STATE_CANCELLED || to == v1::JOB_STATE_QUEUED ||
+             to == v1::JOB_STATE_PREEMPTED;
+    case v1::JOB_STATE_PREEMPTED:
       return to == v1::JOB_STATE_SUCCEEDED || to == v1::JOB_STATE_FAILED ||
              to == v1::JOB_STATE_CANCELLED || to == v1::JOB_STATE_QUEUED;
     default:
@@ -275,8 +292,9 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
                    db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
                                 "message, created_ms, updated_ms, needs_workers, needs_backend, "
                                 "needs_max_restarts, needs_configurations, needs_min_loss_scale, "
-                                "needs_min_compute_capability, spec_json) "
-                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                "needs_min_compute_capability, needs_priority, needs_preemptible, "
+                                "spec_json) "
+                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   insert.bind(1, id)
       .bind(2, name)
       .bind(3, int64_t{v1::JOB_STATE_QUEUED})
@@ -284,7 +302,7 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
       .bind(5, steps)
       .bind(6, now)
       .bind(7, now);
-  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(14, spec_json).run());
+  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(16, spec_json).run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
   absl::StatusOr<JobRecord> job = get_job_locked(id);
@@ -335,9 +353,8 @@ absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_jobs() {
 absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_active_jobs() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(jobs, select_rows(*db_,
-                                     std::string(kJobColumns) + "WHERE state IN (" +
-                                         std::to_string(v1::JOB_STATE_QUEUED) + ", " +
-                                         std::to_string(v1::JOB_STATE_RUNNING) + ") ORDER BY rowid",
+                                     std::string(kJobColumns) + "WHERE state IN (" + kActiveStates +
+                                         ") ORDER BY rowid",
                                      "", read_job));
   for (JobRecord& job : jobs) RETURN_IF_ERROR(fill_workers_locked(job));
   return jobs;
@@ -366,7 +383,9 @@ absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobSt
                                          ", it cannot become " + v1::JobState_Name(to));
   }
   const int32_t attempt = job.attempt + (to == v1::JOB_STATE_RUNNING ? 1 : 0);
-  const int32_t restarts = job.restarts + (to == v1::JOB_STATE_QUEUED ? 1 : 0);
+  // A preempted job requeues without spending a restart.
+  const int32_t restarts =
+      job.restarts + (to == v1::JOB_STATE_QUEUED && job.state == v1::JOB_STATE_RUNNING ? 1 : 0);
   ASSIGN_OR_RETURN(update, db_->prepare("UPDATE jobs SET state = ?1, attempt = ?2, message = ?3, "
                                         "updated_ms = ?4, restarts = ?5, summary_json = "
                                         "CASE WHEN ?6 = '' THEN summary_json ELSE ?6 END, "
@@ -394,7 +413,8 @@ absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobSt
                           .bind(4, details.workers[rank])
                           .run());
     }
-  } else if (job.state == v1::JOB_STATE_RUNNING) {
+  } else if (to != v1::JOB_STATE_PREEMPTED &&
+             (job.state == v1::JOB_STATE_RUNNING || job.state == v1::JOB_STATE_PREEMPTED)) {
     ASSIGN_OR_RETURN(end, db_->prepare("UPDATE attempts SET ended_ms = ?, outcome = ? "
                                        "WHERE job_id = ? AND attempt = ?"));
     RETURN_IF_ERROR(end.bind(1, now).bind(2, int64_t{to}).bind(3, id).bind(4, attempt).run());

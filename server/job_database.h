@@ -111,7 +111,7 @@ class JobDatabase {
 
   // Every job, oldest first.
   absl::StatusOr<std::vector<JobRecord>> list_jobs();
-  // The QUEUED and RUNNING jobs, oldest first: what the scheduler looks at,
+  // The QUEUED, RUNNING and PREEMPTED jobs, oldest first: what the scheduler looks at,
   // read through an index on state, so its cost follows the queue and not
   // the history.
   absl::StatusOr<std::vector<JobRecord>> list_active_jobs();
@@ -120,13 +120,14 @@ class JobDatabase {
   absl::StatusOr<std::map<v1::JobState, int64_t>> count_jobs_by_state();
 
   // Moves the job to `to` and records the event, in one transaction. Legal:
-  // QUEUED → RUNNING | CANCELLED; RUNNING → SUCCEEDED | FAILED | CANCELLED,
-  // or QUEUED again (a restart, counted in restarts). Entering RUNNING
-  // starts a new attempt assigned to `details.workers` with
-  // `details.configuration` (kept after it ends), leaving it ends that
-  // attempt; a non-empty `details.summary_json` is stored as the job's
-  // summary. FAILED_PRECONDITION for any other move, NOT_FOUND for an
-  // unknown id; nothing changes then.
+  // QUEUED → RUNNING | CANCELLED; RUNNING → SUCCEEDED | FAILED | CANCELLED
+  // | PREEMPTED, or QUEUED again (a restart, counted in restarts);
+  // PREEMPTED → SUCCEEDED | FAILED | CANCELLED | QUEUED (no restart
+  // counted). Entering RUNNING starts a new attempt assigned to
+  // `details.workers` with `details.configuration` (kept after it ends),
+  // leaving RUNNING or PREEMPTED for another state ends that attempt; a non-empty
+  // `details.summary_json` is stored as the job's summary. FAILED_PRECONDITION for any other move,
+  // NOT_FOUND for an unknown id; nothing changes then.
   absl::StatusOr<JobRecord> transition(std::string_view id, v1::JobState to,
                                        std::string_view message,
                                        const TransitionDetails& details = {});

@@ -17,6 +17,8 @@ JobNeeds job_needs(const config::JobSpec& spec) {
       .workers = static_cast<int32_t>(spec.resources.workers),
       .backend = spec.resources.backend,
       .max_restarts = static_cast<int32_t>(spec.retries.max_restarts),
+      .priority = static_cast<int32_t>(spec.scheduling.priority),
+      .preemptible = spec.scheduling.preemptible,
       .configurations = plan::rank_configurations(spec),
       .min_loss_scale = config::effective_loss_scale(precision) == config::LossScaleMode::kDynamic
                             ? std::optional<double>(precision.min_scale)

@@ -20,6 +20,8 @@ struct JobNeeds {
   int32_t workers = 1;
   config::BackendChoice backend = config::BackendChoice::kAuto;
   int32_t max_restarts = 0;
+  int32_t priority = 0;     // scheduling.priority: higher starts first
+  bool preemptible = true;  // scheduling.preemptible
   // The ZeRO stage, offloads and checkpointing a rank may run with and its
   // planned peak bytes in each, cheapest first: the spec's own, or every
   // choice of the keys it leaves `auto` (plan::rank_configurations).

@@ -19,6 +19,7 @@ void job_to_proto(const JobRecord& record, bool full, v1::Job& job) {
   job.set_message(record.message);
   job.set_restarts(record.restarts);
   job.set_configuration(record.configuration);
+  if (record.needs) job.set_priority(record.needs->priority);
 }
 
 bool is_final_state(v1::JobState state) {

@@ -35,7 +35,10 @@ grpc::Status reply_job(const absl::StatusOr<JobRecord>& record, v1::Job& respons
 grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
                                     v1::SubmitJobResponse& response) {
   const std::string source = request.source_name().empty() ? "job.yaml" : request.source_name();
-  const jobspec::JobSpecResult parsed = jobspec::parse_job_spec(request.spec_yaml(), source);
+  jobspec::JobSpecOptions options;
+  options.overrides.assign(request.overrides().begin(), request.overrides().end());
+  const jobspec::JobSpecResult parsed =
+      jobspec::parse_job_spec(request.spec_yaml(), source, options);
   std::vector<std::string> problems;
   for (const jobspec::JobSpecError& error : parsed.errors) problems.push_back(error.to_string());
   if (parsed.ok()) {

@@ -101,6 +101,13 @@ int main(int argc, char** argv) {
                  "times its recent step time) fails with \"no progress\" and may restart")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  double preempt_grace_seconds = 120;
+  app.add_option("--preempt-grace-seconds", preempt_grace_seconds,
+                 "a job preempted for a higher-priority one that has not checkpointed and "
+                 "stopped after this long is stopped anyway (and resumes from its last "
+                 "checkpoint)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -110,6 +117,8 @@ int main(int argc, char** argv) {
       std::chrono::milliseconds(static_cast<int64_t>(worker_timeout_seconds * 1000));
   options.stall_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(stall_timeout_seconds * 1000));
+  options.preempt_grace =
+      std::chrono::milliseconds(static_cast<int64_t>(preempt_grace_seconds * 1000));
   for (auto [file, token] : {std::pair{&token_file, &options.auth_token},
                              std::pair{&join_token_file, &options.join_token}}) {
     if (file->empty()) continue;

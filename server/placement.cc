@@ -157,6 +157,61 @@ bool holds_any_configuration(const JobNeeds& needs, const v1::Resources& resourc
                      });
 }
 
+namespace {
+
+// True when `needs` finds its workers among those `usable`.
+bool fits_on(const JobNeeds& needs, const std::vector<const v1::Worker*>& workers,
+             const std::vector<bool>& usable) {
+  for (const plan::RankConfiguration& configuration : needs.configurations) {
+    int32_t fitting = 0;
+    for (size_t i = 0; i < workers.size(); ++i)
+      fitting += usable[i] && runs_rank(needs, configuration, workers[i]->resources()) ? 1 : 0;
+    if (fitting >= needs.workers) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Preemption plan_preemption(const QueuedJob& waiting, const std::vector<RunningJob>& running,
+                           const std::vector<const v1::Worker*>& workers,
+                           const std::vector<bool>& taken) {
+  std::vector<bool> usable(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i)
+    usable[i] = !taken[i] && workers[i]->state() == v1::WORKER_STATE_IDLE;
+  const auto free_workers_of = [&](const RunningJob& job) {
+    for (size_t i : job.workers)
+      if (workers[i]->state() != v1::WORKER_STATE_LOST) usable[i] = true;
+  };
+  std::vector<const RunningJob*> candidates;
+  for (const RunningJob& job : running) {
+    if (job.stopping) {
+      free_workers_of(job);
+    } else if (job.preemptible && job.priority < waiting.needs.priority) {
+      candidates.push_back(&job);
+    }
+  }
+  Preemption out;
+  if (fits_on(waiting.needs, workers, usable)) {
+    out.fits = true;
+    return out;
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const RunningJob* a, const RunningJob* b) {
+                     return std::pair(a->priority, -a->started_unix_ms) <
+                            std::pair(b->priority, -b->started_unix_ms);
+                   });
+  for (const RunningJob* victim : candidates) {
+    free_workers_of(*victim);
+    out.victims.push_back(victim->id);
+    if (fits_on(waiting.needs, workers, usable)) {
+      out.fits = true;
+      return out;
+    }
+  }
+  return {};
+}
+
 std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
                                   const std::vector<const v1::Worker*>& workers) {
   std::vector<bool> taken(workers.size());  // busy, lost or assigned already

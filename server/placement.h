@@ -46,6 +46,30 @@ std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
 bool runs_rank(const JobNeeds& needs, const plan::RankConfiguration& configuration,
                const v1::Resources& resources);
 
+// A running attempt, as preemption weighs it.
+struct RunningJob {
+  std::string id;
+  int32_t priority = 0;
+  bool preemptible = true;
+  bool stopping = false;        // already told to stop: its workers are as good as free
+  int64_t started_unix_ms = 0;  // a newer one has less work since its checkpoint
+  std::vector<size_t> workers;  // indices into the `workers` given with it
+};
+
+struct Preemption {
+  bool fits = false;                 // `waiting` starts once the stopping jobs and `victims` stop
+  std::vector<std::string> victims;  // ids of the running jobs to preempt now
+};
+
+// What it takes for `waiting`, which cannot start on the idle workers not
+// `taken`, to start: the workers of jobs already stopping, then those of
+// preemptible running jobs of a lower priority, lowest first and the
+// newest first within one, until it would fit. `fits` is false (and no
+// victim named) when even all of them would not do.
+Preemption plan_preemption(const QueuedJob& waiting, const std::vector<RunningJob>& running,
+                           const std::vector<const v1::Worker*>& workers,
+                           const std::vector<bool>& taken);
+
 // Why no registered worker can ever run a job with `needs` on its own
 // account ("fp8 needs sm_89 or newer; the registered cuda workers have
 // w1 cuda:0 (NVIDIA A100, sm_80)"), or empty: set only when the job asks

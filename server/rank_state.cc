@@ -14,6 +14,8 @@ std::optional<RankState> next_rank_state(RankState state, RankEvent event) {
       return RankState::kFailed;
     case RankEvent::kCancelled:
       return RankState::kCancelled;
+    case RankEvent::kPreempted:
+      return RankState::kPreempted;
   }
   return std::nullopt;
 }
@@ -30,6 +32,8 @@ const char* rank_state_name(RankState state) {
       return "failed";
     case RankState::kCancelled:
       return "cancelled";
+    case RankState::kPreempted:
+      return "preempted";
   }
   return "?";
 }
@@ -44,6 +48,8 @@ const char* rank_event_name(RankEvent event) {
       return "failed";
     case RankEvent::kCancelled:
       return "cancelled";
+    case RankEvent::kPreempted:
+      return "preempted";
   }
   return "?";
 }

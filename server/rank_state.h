@@ -5,19 +5,20 @@
 // unit-tested like the job states.
 //
 //   kAway --returned--> kRunning      (restored after a coordinator restart)
-//   kAway | kRunning --succeeded/failed/cancelled--> kSucceeded/kFailed/kCancelled
+//   kAway | kRunning --succeeded/failed/cancelled/preempted-->
+//       kSucceeded/kFailed/kCancelled/kPreempted
 //
 // A new attempt's ranks start kRunning; the ones of an attempt restored
 // from the database start kAway until their worker registers again (or the
-// rank reports the end it reached meanwhile). The three ends are final.
+// rank reports the end it reached meanwhile). The four ends are final.
 #pragma once
 
 #include <optional>
 
 namespace mixtrain::server {
 
-enum class RankState { kAway, kRunning, kSucceeded, kFailed, kCancelled };
-enum class RankEvent { kReturned, kSucceeded, kFailed, kCancelled };
+enum class RankState { kAway, kRunning, kSucceeded, kFailed, kCancelled, kPreempted };
+enum class RankEvent { kReturned, kSucceeded, kFailed, kCancelled, kPreempted };
 
 // The state `event` leads to from `state`; nullopt when it cannot happen
 // there (anything after an end).

@@ -46,7 +46,7 @@ bool move_rank(RankState& state, RankEvent event, const std::string& worker_id) 
 
 bool is_final_outcome(v1::TaskOutcome outcome) {
   return outcome == v1::TASK_OUTCOME_SUCCEEDED || outcome == v1::TASK_OUTCOME_FAILED ||
-         outcome == v1::TASK_OUTCOME_CANCELLED;
+         outcome == v1::TASK_OUTCOME_CANCELLED || outcome == v1::TASK_OUTCOME_PREEMPTED;
 }
 
 std::string describe_rank(int rank, const std::string& worker_id) {
@@ -94,11 +94,16 @@ absl::Status Scheduler::start() {
     // 2 s, so a live worker is back within one timeout plus that margin.
     const int64_t deadline = now_unix_ms() + options_.worker_timeout.count() + kReconnectMarginMs;
     for (const JobRecord& job : *jobs) {
-      if (job.state != v1::JOB_STATE_RUNNING) continue;
+      if (job.state != v1::JOB_STATE_RUNNING && job.state != v1::JOB_STATE_PREEMPTED) continue;
       Attempt& attempt = running_[job.id];
       attempt.attempt = job.attempt;
       attempt.max_restarts = job.needs ? job.needs->max_restarts : 0;
       attempt.recover_until_ms = deadline;
+      attempt.started_ms = job.updated_unix_ms;
+      if (job.state == v1::JOB_STATE_PREEMPTED) {  // its ranks were asked before the restart
+        attempt.preempt_deadline_ms = deadline + options_.preempt_grace.count();
+        attempt.preempted_for = "a job of a higher priority";
+      }
       for (const std::string& worker_id : job.workers) {
         attempt.ranks.push_back({.worker_id = worker_id, .state = RankState::kAway});
       }
@@ -175,6 +180,17 @@ void Scheduler::tick_locked() {
     }
   }
   for (const auto& [job_id, cause] : to_fail) fail_attempt_locked(job_id, cause);
+  std::vector<std::string> overdue;  // preempted, and not stopped in time
+  for (const auto& [job_id, attempt] : running_) {
+    if (attempt.preempt_deadline_ms != 0 && !attempt.ending && now >= attempt.preempt_deadline_ms)
+      overdue.push_back(job_id);
+  }
+  for (const std::string& job_id : overdue) {
+    stop_ranks_locked(job_id, "preempted, and not stopped in time", /*free_workers_now=*/false);
+    end_preempted_locked(job_id, "its ranks did not checkpoint within " +
+                                     std::to_string(options_.preempt_grace.count() / 1000) +
+                                     " s and were stopped; it resumes from its last checkpoint");
+  }
   std::vector<std::string> ending;
   for (const auto& [job_id, attempt] : running_) {
     if (attempt.ending) ending.push_back(job_id);
@@ -215,10 +231,16 @@ void Scheduler::schedule_locked() {
     queued.push_back({job.id, *job.needs});
     by_id[job.id] = &job;
   }
+  // Higher priorities first; oldest first within one (the store's order).
+  std::stable_sort(queued.begin(), queued.end(), [](const QueuedJob& a, const QueuedJob& b) {
+    return a.needs.priority > b.needs.priority;
+  });
   const std::vector<WorkerEntry*> entries = workers_.all();
   std::vector<const v1::Worker*> workers;
   for (const WorkerEntry* entry : entries) workers.push_back(&entry->worker);
-  for (const Placement& placement : place_jobs(queued, workers)) {
+  std::vector<Placement> placements = place_jobs(queued, workers);
+  preempt_for_waiting_locked(*jobs, queued, placements, entries);
+  for (const Placement& placement : placements) {
     const JobRecord& job = *by_id.at(placement.job_id);
     if (!placement.workers.empty()) {
       std::vector<WorkerEntry*> chosen;
@@ -230,6 +252,84 @@ void Scheduler::schedule_locked() {
     const std::string message = placement.wait_reason + after_failure_locked(job.id);
     if (job.message != message) database_->set_message(job.id, message).IgnoreError();
   }
+}
+
+void Scheduler::preempt_for_waiting_locked(const std::vector<JobRecord>& active,
+                                           const std::vector<QueuedJob>& queued,
+                                           std::vector<Placement>& placements,
+                                           const std::vector<WorkerEntry*>& entries) {
+  const auto waiting = std::find_if(placements.begin(), placements.end(),
+                                    [](const Placement& p) { return p.workers.empty(); });
+  if (waiting == placements.end()) return;
+  const QueuedJob& job = queued[size_t(waiting - placements.begin())];
+  std::vector<const v1::Worker*> workers;
+  std::map<std::string, size_t> index;  // worker id -> its place in `workers`
+  for (size_t i = 0; i < entries.size(); ++i) {
+    workers.push_back(&entries[i]->worker);
+    index[entries[i]->worker.id()] = i;
+  }
+  std::vector<RunningJob> running;
+  for (const JobRecord& record : active) {
+    const auto attempt = running_.find(record.id);
+    if (!record.needs || attempt == running_.end() || attempt->second.ending) continue;
+    RunningJob entry{.id = record.id,
+                     .priority = record.needs->priority,
+                     .preemptible = record.needs->preemptible,
+                     .stopping = attempt->second.preempt_deadline_ms != 0,
+                     .started_unix_ms = attempt->second.started_ms};
+    for (const Rank& rank : attempt->second.ranks) {
+      if (const auto found = index.find(rank.worker_id); found != index.end())
+        entry.workers.push_back(found->second);
+    }
+    running.push_back(std::move(entry));
+  }
+  // The workers of the jobs placed before it stay theirs.
+  std::vector<bool> taken(workers.size());
+  for (auto it = placements.begin(); it != waiting; ++it)
+    for (size_t i : it->workers) taken[i] = true;
+  const Preemption preemption = plan_preemption(job, running, workers, taken);
+  if (!preemption.fits) return;
+  // Room is being made for it: no job of a lower priority takes that room.
+  for (auto it = waiting + 1; it != placements.end(); ++it) {
+    if (queued[size_t(it - placements.begin())].needs.priority < job.needs.priority &&
+        !it->workers.empty()) {
+      it->workers.clear();
+      it->wait_reason = "waiting behind job " + job.id + " (priority " +
+                        std::to_string(job.needs.priority) + "), for which jobs are preempted";
+    }
+  }
+  for (const std::string& victim : preemption.victims)
+    preempt_locked(victim, job.id, job.needs.priority);
+}
+
+void Scheduler::preempt_locked(const std::string& job_id, const std::string& waiting,
+                               int32_t priority) {
+  Attempt& attempt = running_.at(job_id);
+  const std::string reason =
+      "preempted for job " + waiting + " (priority " + std::to_string(priority) + ")";
+  if (!database_
+           ->transition(job_id, v1::JOB_STATE_PREEMPTED,
+                        reason + ": checkpointing at the next step boundary, then stopping")
+           .ok()) {
+    return;
+  }
+  metrics_->job_preempted();
+  attempt.preempt_deadline_ms = now_unix_ms() + options_.preempt_grace.count();
+  attempt.preempted_for = reason;
+  for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
+    v1::TaskCommand command;
+    command.mutable_preempt()->set_job_id(job_id);
+    command.mutable_preempt()->set_attempt(attempt.attempt);
+    command.mutable_preempt()->set_reason(reason);
+    outbox_->send(attempt.ranks[rank].worker_id, std::move(command));
+  }
+}
+
+void Scheduler::end_preempted_locked(const std::string& job_id, const std::string& how) {
+  const auto it = running_.find(job_id);
+  if (it == running_.end() || it->second.ending) return;
+  it->second.ending = Ending{.preempted = true, .cause = how};
+  commit_ending_locked(job_id);
 }
 
 void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
@@ -263,7 +363,8 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
   if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
 
   Attempt& attempt = running_[job.id];
-  attempt = Attempt{.attempt = started->attempt, .max_restarts = needs.max_restarts};
+  attempt =
+      Attempt{.attempt = started->attempt, .max_restarts = needs.max_restarts, .started_ms = now};
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     WorkerEntry& worker = *workers[rank];
     attempt.ranks.push_back({.worker_id = worker.worker.id()});
@@ -369,6 +470,11 @@ absl::Status Scheduler::record_ending_locked(const std::string& job_id, const At
     return database_->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
         .status();
   }
+  if (ending.preempted) {
+    return database_
+        ->transition(job_id, v1::JOB_STATE_QUEUED, attempt.preempted_for + "; " + ending.cause)
+        .status();
+  }
   const absl::StatusOr<JobRecord> job = database_->get_job(job_id);
   if (!job.ok()) return job.status();
   const std::string failed =
@@ -410,7 +516,7 @@ void Scheduler::commit_ending_locked(const std::string& job_id) {
   if (settled && ending.succeeded) {
     end_attempt_locked(job_id, "the job succeeded", /*free_workers_now=*/true);
   } else if (settled) {
-    running_.erase(job_id);  // fail_attempt_locked stopped its ranks
+    running_.erase(job_id);  // its ranks were stopped (failure) or stopped themselves
   } else if (!ending.reported) {
     ending.reported = true;
     std::cerr << "mixtrain-coordinator: cannot record the end of job " << job_id << " yet ("
@@ -617,6 +723,18 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
       const bool all = std::all_of(attempt->ranks.begin(), attempt->ranks.end(),
                                    [](const Rank& r) { return r.state == RankState::kSucceeded; });
       if (all) succeed_locked(task.job_id());
+      break;
+    }
+    case v1::TASK_OUTCOME_PREEMPTED: {
+      if (!move_rank(rank.state, RankEvent::kPreempted, rank.worker_id)) break;
+      const bool all = std::all_of(attempt->ranks.begin(), attempt->ranks.end(),
+                                   [](const Rank& r) { return r.state == RankState::kPreempted; });
+      if (all) {
+        stop_ranks_locked(task.job_id(), "preempted", /*free_workers_now=*/true);
+        end_preempted_locked(task.job_id(), "its ranks checkpointed step " +
+                                                std::to_string(request.progress().step()) +
+                                                " and stopped; it resumes from there");
+      }
       break;
     }
     case v1::TASK_OUTCOME_FAILED:

@@ -22,6 +22,7 @@
 #include "proto/mixtrain.pb.h"
 #include "server/coordinator_metrics.h"
 #include "server/job_database.h"
+#include "server/placement.h"
 #include "server/rank_state.h"
 #include "server/rendezvous_store.h"
 #include "server/task_outbox.h"
@@ -37,6 +38,9 @@ struct SchedulerOptions {
   // rank 0 reports no new step for max(stall_timeout, kStallSteps × its
   // recent step time): the attempt then fails with "no progress".
   std::chrono::milliseconds stall_timeout{120'000};
+  // How long a preempted job's ranks have to checkpoint and stop before
+  // they are stopped anyway (it then resumes from its last checkpoint).
+  std::chrono::milliseconds preempt_grace{120'000};
 };
 
 // Thread safe.
@@ -102,7 +106,8 @@ class Scheduler {
   // commits (a locked database fails it for a while; the tick retries).
   struct Ending {
     bool succeeded = false;
-    std::string cause;         // of a failure
+    bool preempted = false;    // stopped for a higher-priority job: requeued, no restart spent
+    std::string cause;         // of a failure, or how a preemption ended
     std::string summary_json;  // of a success
     bool reported = false;     // a failed commit was logged
   };
@@ -117,6 +122,10 @@ class Scheduler {
     bool progress_stored = true;   // `progress` is in the store
     int64_t step_changed_ms = 0;   // when rank 0 last reported a new step
     double step_ms = 0;            // recent time per step (moving average); 0: unknown
+    int64_t started_ms = 0;        // when it started (or was taken over after a restart)
+    // Once preempted: when its ranks are stopped anyway, and for whom.
+    int64_t preempt_deadline_ms = 0;
+    std::string preempted_for;
   };
 
   void run();
@@ -142,6 +151,21 @@ class Scheduler {
   void fail_attempt_locked(const std::string& job_id, const std::string& cause)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void succeed_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves `job_id` to PREEMPTED for `waiting` (a job id and its priority)
+  // and asks its ranks to checkpoint and stop.
+  void preempt_locked(const std::string& job_id, const std::string& waiting, int32_t priority)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the attempt of `job_id` as preempted (`how` it stopped), its ranks
+  // stopped already.
+  void end_preempted_locked(const std::string& job_id, const std::string& how)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts no job below the priority of the highest one waiting that
+  // preemption makes room for, and preempts what that takes.
+  void preempt_for_waiting_locked(const std::vector<JobRecord>& active,
+                                  const std::vector<QueuedJob>& queued,
+                                  std::vector<Placement>& placements,
+                                  const std::vector<WorkerEntry*>& entries)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's state change for the decided ending of `attempt`.
   absl::Status record_ending_locked(const std::string& job_id, const Attempt& attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

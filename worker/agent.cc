@@ -320,19 +320,27 @@ void Agent::handle(const v1::TaskCommand& command) {
     start_task(command.start());
     return;
   }
-  if (!command.has_cancel()) {
+  if (!command.has_cancel() && !command.has_preempt()) {
     say("mixtrain-worker: ignoring an empty task command");
     return;
   }
-  const v1::CancelTask& cancel = command.cancel();
+  const bool preempt = command.has_preempt();
+  const v1::CancelTask& stop = preempt ? command.preempt() : command.cancel();
+  const char* verb = preempt ? "preempting" : "cancelling";
   absl::MutexLock lock(&mu_);
-  if (runner_ && !runner_->finished() && runner_->task().job_id() == cancel.job_id() &&
-      runner_->task().attempt() == cancel.attempt()) {
-    say("mixtrain-worker: cancelling " + task_name(runner_->task()) + ": " + cancel.reason());
-    runner_->cancel(cancel.reason());
+  if (runner_ && !runner_->finished() && runner_->task().job_id() == stop.job_id() &&
+      runner_->task().attempt() == stop.attempt()) {
+    say(std::string("mixtrain-worker: ") + verb + " " + task_name(runner_->task()) + ": " +
+        stop.reason());
+    if (preempt) {
+      runner_->preempt();
+    } else {
+      runner_->cancel(stop.reason());
+    }
   } else {
-    say("mixtrain-worker: ignoring cancel of job " + cancel.job_id() + " attempt " +
-        std::to_string(cancel.attempt()) + ": not running it");
+    say(std::string("mixtrain-worker: ignoring ") + (preempt ? "preemption" : "cancel") +
+        " of job " + stop.job_id() + " attempt " + std::to_string(stop.attempt()) +
+        ": not running it");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,10 @@
 
 namespace mixtrain::worker {
 namespace {
+
+// Set by kPreemptSignal's handler, read by the trainer between steps.
+std::atomic<bool> g_stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
 // Writes one report frame to the report pipe (whole, retrying short
 // writes); a closed or absent pipe is ignored, training goes on.
@@ -90,6 +95,16 @@ std::optional<config::JobSpec> read_task_spec(const v1::Task& task) {
 int run_task_child(std::istream& in) {
   // Ends with the agent's runner thread, so no rank trains on unsupervised.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The preemption signal, held blocked since the start: from here on it
+  // asks the trainer to stop (before any other thread exists, so all
+  // inherit the unblocked mask).
+  struct sigaction preempt {};
+  preempt.sa_handler = [](int) { g_stop_requested.store(true); };
+  ::sigaction(kPreemptSignal, &preempt, nullptr);
+  sigset_t held;
+  sigemptyset(&held);
+  sigaddset(&held, kPreemptSignal);
+  ::pthread_sigmask(SIG_UNBLOCK, &held, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   std::cout << std::unitbuf;  // the agent forwards lines as they come
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -155,6 +170,7 @@ int run_task_child(std::istream& in) {
       }
     }
     options.progress = printer.callbacks();
+    options.stop_requested = &g_stop_requested;
     const double world = static_cast<double>(task.world_size());
     options.progress.on_step = [&, print = options.progress.on_step](const StepProgress& step) {
       print(step);
@@ -183,7 +199,7 @@ int run_task_child(std::istream& in) {
   const launch::RunOutcome outcome =
       launch::run_trainer(*trainer, printer, "training failed", std::cerr);
   report(encode_summary(outcome.summary));
-  return outcome.exit_code;
+  return outcome.summary.status == "preempted" ? kPreemptedExitCode : outcome.exit_code;
 }
 
 }  // namespace mixtrain::worker

@@ -122,6 +122,12 @@ void TaskRunner::cancel(const std::string& reason) {
   signal_child(SIGTERM);
 }
 
+void TaskRunner::preempt() {
+  absl::MutexLock lock(&mu_);
+  preempt_requested_ = true;
+  if (pid_ > 0) ::kill(pid_, kPreemptSignal);
+}
+
 void TaskRunner::signal_child(int signal) {
   absl::MutexLock lock(&mu_);
   if (pid_ > 0) ::kill(-pid_, signal);
@@ -159,7 +165,8 @@ TaskResult TaskRunner::execute() {
                                            {pipes[1].write, 1},
                                            {pipes[2].write, 2},
                                            {pipes[3].write, kReportFd}},
-                           .own_process_group = true};
+                           .own_process_group = true,
+                           .blocked_signals = {kPreemptSignal}};
   std::string spawn_error;
   const pid_t pid = launch::spawn_child(executable_, {executable_, std::string(kTaskModeArg)},
                                         launch::child_environment({}, {}), setup, spawn_error);
@@ -177,6 +184,7 @@ TaskResult TaskRunner::execute() {
     absl::MutexLock lock(&mu_);
     pid_ = pid;
     cancelled_early = cancel_requested_;
+    if (preempt_requested_) ::kill(pid_, kPreemptSignal);
   }
   if (cancelled_early) signal_child(SIGTERM);
 
@@ -210,6 +218,7 @@ TaskResult TaskRunner::execute() {
 
   int status = 0;
   bool cancelled = false;
+  bool preempted = false;  // asked to stop at a step boundary
   std::string reason;
   while (true) {
     std::array<pollfd, 3> polled{};
@@ -225,6 +234,7 @@ TaskResult TaskRunner::execute() {
       reaped = ::waitpid(pid_, &status, WNOHANG) == pid_;
       if (reaped) pid_ = -1;
       cancelled = cancel_requested_;
+      preempted = preempt_requested_;
       reason = cancel_reason_;
       escalate = !reaped && cancel_requested_ && std::chrono::steady_clock::now() >= kill_at_;
     }
@@ -241,6 +251,11 @@ TaskResult TaskRunner::execute() {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     result.outcome = v1::TASK_OUTCOME_SUCCEEDED;
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode && preempted &&
+             !cancelled) {
+    result.outcome = v1::TASK_OUTCOME_PREEMPTED;
+    result.message = who + " stopped after checkpointing step " +
+                     std::to_string(result.summary ? result.summary->steps : 0) + " (preempted)";
   } else if (cancelled) {
     result.outcome = v1::TASK_OUTCOME_CANCELLED;
     result.message = who + " cancelled: " + reason;

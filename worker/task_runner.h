@@ -62,6 +62,10 @@ class TaskRunner {
   // kKillGrace); the outcome becomes CANCELLED with `reason` unless it had
   // already ended. Safe from any thread, any number of times.
   void cancel(const std::string& reason);
+  // Asks the child to checkpoint at the next step boundary and stop
+  // (kPreemptSignal); the outcome becomes PREEMPTED when it does. Safe
+  // from any thread, any number of times.
+  void preempt();
 
   // True once the task process ended and on_finished returned.
   bool finished() const { return finished_.load(); }
@@ -85,6 +89,7 @@ class TaskRunner {
   absl::Mutex mu_;
   pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;  // the child, once started, until reaped
   bool cancel_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool preempt_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point kill_at_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> exited_{false};

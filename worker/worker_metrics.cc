@@ -58,6 +58,8 @@ const char* task_outcome_label(v1::TaskOutcome outcome) {
       return "succeeded";
     case v1::TASK_OUTCOME_CANCELLED:
       return "cancelled";
+    case v1::TASK_OUTCOME_PREEMPTED:
+      return "preempted";
     default:
       return "failed";
   }
@@ -189,8 +191,8 @@ WorkerMetrics::WorkerMetrics()
                  .Register(*registry_)) {
   up_.Set(1);
   // Every outcome from 0.
-  for (const v1::TaskOutcome outcome :
-       {v1::TASK_OUTCOME_SUCCEEDED, v1::TASK_OUTCOME_FAILED, v1::TASK_OUTCOME_CANCELLED})
+  for (const v1::TaskOutcome outcome : {v1::TASK_OUTCOME_SUCCEEDED, v1::TASK_OUTCOME_FAILED,
+                                        v1::TASK_OUTCOME_CANCELLED, v1::TASK_OUTCOME_PREEMPTED})
     tasks_.Add({{"outcome", task_outcome_label(outcome)}});
   tasks_.Add({{"outcome", kReplaced}});
 }

@@ -151,6 +151,17 @@ struct CheckpointSpec {
   friend bool operator==(const CheckpointSpec&, const CheckpointSpec&) = default;
 };
 
+// When a job runs relative to others (DESIGN.md §4): higher priorities
+// first, FIFO within one; a preemptible job may be stopped at a step
+// boundary (after a checkpoint) for a higher-priority one and resumed
+// later.
+struct SchedulingSpec {
+  int64_t priority = 0;
+  bool preemptible = true;
+
+  friend bool operator==(const SchedulingSpec&, const SchedulingSpec&) = default;
+};
+
 struct RetriesSpec {
   int64_t max_restarts = 3;
 
@@ -183,6 +194,7 @@ struct JobSpec {
   PrecisionSpec precision;
   ZeroSpec zero;
   ResourcesSpec resources;
+  SchedulingSpec scheduling;
   CheckpointSpec checkpoint;
   RetriesSpec retries;
   AutoKeys auto_keys;  // the keys written `auto`, left to the planner

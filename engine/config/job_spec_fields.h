@@ -60,6 +60,8 @@ void for_each_section_field(Visitor&& visit) {
   visit("zero", "reduce_dtype", &JobSpec::zero, &ZeroSpec::reduce_dtype);
   visit("resources", "workers", &JobSpec::resources, &ResourcesSpec::workers);
   visit("resources", "backend", &JobSpec::resources, &ResourcesSpec::backend);
+  visit("scheduling", "priority", &JobSpec::scheduling, &SchedulingSpec::priority);
+  visit("scheduling", "preemptible", &JobSpec::scheduling, &SchedulingSpec::preemptible);
   visit("checkpoint", "every", &JobSpec::checkpoint, &CheckpointSpec::every);
   visit("checkpoint", "keep", &JobSpec::checkpoint, &CheckpointSpec::keep);
   visit("checkpoint", "dir", &JobSpec::checkpoint, &CheckpointSpec::dir);

@@ -32,6 +32,7 @@ constexpr int64_t kMaxAmaxHistory = 1 << 16;  // precision.fp8.amax_history
 constexpr int64_t kMaxFp8Margin = 64;         // 2^-64 already scales any amax below max
 constexpr int64_t kMaxKeep = 10000;
 constexpr int64_t kMaxRestarts = 1000;
+constexpr int64_t kMaxPriority = 1000;
 
 std::string format_number(double value) {
   char buffer[64];
@@ -286,6 +287,7 @@ std::vector<SpecError> validate(const JobSpec& spec) {
   check_precision(spec.precision, check);
   check_zero(spec.zero, spec.auto_keys, check);
   check.in_range("resources.workers", spec.resources.workers, 1, kMaxWorkers);
+  check.in_range("scheduling.priority", spec.scheduling.priority, 0, kMaxPriority);
   check.in_range("checkpoint.every", spec.checkpoint.every, 1, kMaxCount);
   check.in_range("checkpoint.keep", spec.checkpoint.keep, 1, kMaxKeep);
   if (spec.checkpoint.dir && spec.checkpoint.dir->empty())

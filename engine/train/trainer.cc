@@ -141,10 +141,20 @@ TrainSummary Trainer::run() {
     if (options_.progress.on_step) options_.progress.on_step(progress);
     if (eval_stream_ && state_.step % spec_.train.eval_every == 0) run_evaluation();
     if (state_.step % spec_.checkpoint.every == 0) write_checkpoint();
+    if (state_.step < total && stop_agreed()) {
+      if (last_checkpoint_step_ != state_.step) write_checkpoint();
+      return summary("preempted");
+    }
   }
   if (eval_stream_ && last_eval_step_ != state_.step) run_evaluation();
   if (last_checkpoint_step_ != state_.step) write_checkpoint();
   return summary("succeeded");
+}
+
+bool Trainer::stop_agreed() {
+  if (options_.stop_requested == nullptr) return false;
+  const float mine = options_.stop_requested->load() ? 1.0f : 0.0f;
+  return (options_.comm == nullptr ? mine : zero_.all_reduce_scalar(mine, ReduceOp::kMax)) > 0.0f;
 }
 
 double Trainer::evaluate() {

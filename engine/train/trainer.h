@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -71,6 +72,12 @@ struct TrainerOptions {
   // This rank's communicator; null: one rank. Must outlive the trainer.
   Communicator* comm = nullptr;
   TrainerProgress progress;
+  // Set (by another thread or a signal handler) to stop the run early, as
+  // a preempted job does: after each step the ranks agree whether any was
+  // asked (one scalar all-reduce per step, only when this is given), so
+  // all stop after the same step; run() then checkpoints that step and
+  // returns with status "preempted". Must outlive the trainer.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 class Trainer {
@@ -94,7 +101,9 @@ class Trainer {
   // Trains from step() to train.steps: evaluates after every eval_every-th
   // step and at the end, checkpoints after every checkpoint.every-th step
   // and at the end (keeping checkpoint.keep), and returns the summary
-  // (status "succeeded"). Errors propagate as EngineError; in particular a
+  // (status "succeeded"), or stops early when options.stop_requested says
+  // so (status "preempted", a checkpoint of its last step written). Errors
+  // propagate as EngineError; in particular a
   // loss scale stuck at min_scale with on_min_scale: fail throws
   // kFailedPrecondition. Calling it again after it returned trains nothing
   // more and returns the summary again.
@@ -126,6 +135,10 @@ class Trainer {
   // The mean of `local` (this rank's loss) over the ranks.
   double mean_over_ranks(double local);
   GradClip clip(float loss_scale);
+
+  // True when this or another rank was asked to stop (a collective when
+  // options_.stop_requested is set; false without it).
+  bool stop_agreed();
 
   // ---- evaluation ---------------------------------------------------------
   double evaluate();

@@ -38,6 +38,7 @@ JobSpec unusual_spec() {
       Fp8Spec{Fp8FormatChoice::kE4M3, Fp8Scaling::kMxfp8, 16, AmaxCompute::kMostRecent, 3, false}};
   spec.zero = {3, OffloadTarget::kCpu, OffloadTarget::kCpu, 8, ReduceDtype::kFp32};
   spec.resources = {4, BackendChoice::kCuda};
+  spec.scheduling = {7, false};
   spec.checkpoint = {13, 2, "/ckpt"};
   spec.retries = {9};
   return spec;

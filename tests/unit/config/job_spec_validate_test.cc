@@ -160,6 +160,8 @@ INSTANTIATE_TEST_SUITE_P(
                          s.precision.max_scale = 1024.0;
                        },
                        "precision.max_scale", "at least precision.init_scale (65536), got 1024"},
+        ImpossibleCase{"priority_too_high", [](JobSpec& s) { s.scheduling.priority = 1001; },
+                       "scheduling.priority", "must be at most 1000, got 1001"},
         ImpossibleCase{"stage_four", [](JobSpec& s) { s.zero.stage = 4; }, "zero.stage",
                        "0, 1, 2, 3 or auto, got 4"},
         ImpossibleCase{"offload_opt_stage0",

@@ -63,6 +63,7 @@ precision:
 zero: {stage: 3, offload_optimizer: cpu, offload_params: cpu, bucket_mb: 8,
        reduce_dtype: fp32}
 resources: {workers: 4, backend: cpu}
+scheduling: {priority: 9, preemptible: false}
 checkpoint: {every: 20, keep: 1, dir: /tmp/ckpt}
 retries: {max_restarts: 0}
 )";
@@ -90,6 +91,7 @@ retries: {max_restarts: 0}
   expected.zero = {3, config::OffloadTarget::kCpu, config::OffloadTarget::kCpu, 8,
                    config::ReduceDtype::kFp32};
   expected.resources = {4, config::BackendChoice::kCpu};
+  expected.scheduling = {9, false};
   expected.checkpoint = {20, 1, "/tmp/ckpt"};
   expected.retries = {0};
   EXPECT_EQ(*result.spec, expected);

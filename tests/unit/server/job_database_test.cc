@@ -144,7 +144,12 @@ TEST(JobStateMachine, OnlyTheDocumentedMovesAreLegal) {
       {v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED},
       {v1::JOB_STATE_RUNNING, v1::JOB_STATE_FAILED},
       {v1::JOB_STATE_RUNNING, v1::JOB_STATE_CANCELLED},
-      {v1::JOB_STATE_RUNNING, v1::JOB_STATE_QUEUED}};
+      {v1::JOB_STATE_RUNNING, v1::JOB_STATE_QUEUED},
+      {v1::JOB_STATE_RUNNING, v1::JOB_STATE_PREEMPTED},
+      {v1::JOB_STATE_PREEMPTED, v1::JOB_STATE_QUEUED},
+      {v1::JOB_STATE_PREEMPTED, v1::JOB_STATE_SUCCEEDED},
+      {v1::JOB_STATE_PREEMPTED, v1::JOB_STATE_FAILED},
+      {v1::JOB_STATE_PREEMPTED, v1::JOB_STATE_CANCELLED}};
   for (int from = v1::JobState_MIN; from <= v1::JobState_MAX; ++from) {
     for (int to = v1::JobState_MIN; to <= v1::JobState_MAX; ++to) {
       const std::pair<JobState, JobState> move{JobState(from), JobState(to)};

@@ -115,6 +115,50 @@ TEST(PlacementTest, AnAutoJobStartsInTheCheapestConfigurationItsWorkersHold) {
             "offload_optimizer cpu; 2 registered workers have less)");
 }
 
+// Preemption frees the fewest workers of the lowest priorities, newest
+// first within one, never a job of the same or a higher priority or one
+// not preemptible, counts workers already stopping as free, and names no
+// victim when even all of them would not make room.
+TEST(PlacementTest, PreemptionTakesTheLowestPrioritiesNewestFirstAndOnlyWhatItNeeds) {
+  const std::vector<v1::Worker> workers = {worker("a", v1::BACKEND_CPU, 0, v1::WORKER_STATE_BUSY),
+                                           worker("b", v1::BACKEND_CPU, 0, v1::WORKER_STATE_BUSY),
+                                           worker("c", v1::BACKEND_CPU, 0, v1::WORKER_STATE_BUSY),
+                                           worker("d", v1::BACKEND_CPU, 0, v1::WORKER_STATE_BUSY)};
+  const std::vector<bool> taken(workers.size());
+  QueuedJob high = job("high", 2);
+  high.needs.priority = 5;
+  const std::vector<RunningJob> running = {
+      {.id = "old-low", .priority = 1, .started_unix_ms = 100, .workers = {0}},
+      {.id = "new-low", .priority = 1, .started_unix_ms = 200, .workers = {1}},
+      {.id = "lowest", .priority = 0, .started_unix_ms = 50, .workers = {2}},
+      {.id = "equal", .priority = 5, .started_unix_ms = 10, .workers = {3}}};
+  Preemption plan = plan_preemption(high, running, pointers(workers), taken);
+  EXPECT_TRUE(plan.fits);
+  EXPECT_EQ(plan.victims, (std::vector<std::string>{"lowest", "new-low"}));
+
+  // One already stopping counts: only one more is needed.
+  std::vector<RunningJob> stopping = running;
+  stopping[0].stopping = true;
+  plan = plan_preemption(high, stopping, pointers(workers), taken);
+  EXPECT_EQ(plan.victims, (std::vector<std::string>{"lowest"}));
+  stopping[2].stopping = true;
+  plan = plan_preemption(high, stopping, pointers(workers), taken);
+  EXPECT_TRUE(plan.fits);
+  EXPECT_TRUE(plan.victims.empty());
+
+  // Not preemptible, or all of them too few: nobody is preempted.
+  std::vector<RunningJob> pinned = running;
+  for (RunningJob& r : pinned) r.preemptible = false;
+  plan = plan_preemption(high, pinned, pointers(workers), taken);
+  EXPECT_FALSE(plan.fits);
+  EXPECT_TRUE(plan.victims.empty());
+  QueuedJob huge = job("huge", 4);
+  huge.needs.priority = 5;
+  plan = plan_preemption(huge, running, pointers(workers), taken);
+  EXPECT_FALSE(plan.fits);
+  EXPECT_TRUE(plan.victims.empty());
+}
+
 // A CUDA worker with a GPU given as sm_<capability> (0: not reported).
 v1::Worker gpu_worker(const std::string& id, int capability,
                       v1::WorkerState state = v1::WORKER_STATE_IDLE) {

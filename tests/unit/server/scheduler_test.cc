@@ -407,6 +407,124 @@ TEST_F(SchedulerTest, AJobNoWorkerCanHoldIsRefusedWithWhatWouldFit) {
   EXPECT_EQ(listed.jobs_size(), 3);  // three, fits, automatic: nothing of the refused ones
 }
 
+// Issue 17: queued jobs start by scheduling.priority, higher first, and in
+// submit order within one; a submit's overrides (--priority, --set) apply
+// before validation, and a priority out of range is refused naming it.
+TEST_F(SchedulerTest, HigherPrioritiesStartFirstAndFifoWithinOne) {
+  auto busy = worker();
+  const std::string running =
+      submit(spec(1, 0, "auto", "running") + "scheduling: {preemptible: false}\n");
+  const v1::Task held = busy->next_start();
+  const std::string low = submit(spec(1, 0, "auto", "low"));
+  const std::string high_late = submit(spec(1, 0, "auto", "high") + "scheduling: {priority: 5}\n");
+  v1::SubmitJobRequest request;
+  request.set_spec_yaml(spec(1, 0, "auto", "override"));
+  request.add_overrides("scheduling.priority=5");
+  v1::SubmitJobResponse response;
+  ASSERT_TRUE(jobs_
+                  ->SubmitJob(testing_support::call_context(testing_support::kClientToken).get(),
+                              request, &response)
+                  .ok());
+  const std::string high_later = response.id();
+  EXPECT_EQ(job(high_later).priority(), 5);
+  request.set_overrides(0, "scheduling.priority=1001");
+  const grpc::Status refused = jobs_->SubmitJob(
+      testing_support::call_context(testing_support::kClientToken).get(), request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(),
+              testing::HasSubstr("scheduling.priority: must be at most 1000, got 1001"));
+
+  ASSERT_TRUE(busy->report(held, v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(0)).ok());
+  std::vector<std::string> order;
+  for (int i = 0; i < 3; ++i) {
+    const v1::Task next = busy->next_start();
+    order.push_back(next.job_id());
+    ASSERT_TRUE(busy->report(next, v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(0)).ok());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{high_late, high_later, low}));
+  EXPECT_EQ(job(running).state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+// Issue 17: a high-priority job that lacks workers preempts a lower one:
+// that one's ranks are asked to checkpoint and stop (PREEMPTED), it
+// requeues without spending a restart once they did, the high one starts
+// on the freed workers, and the low one resumes after it.
+TEST_F(SchedulerTest, AHigherPriorityJobPreemptsALowerOneWhichResumesAfterIt) {
+  auto a = worker();
+  auto b = worker();
+  const std::string low = submit(spec(2, 0, "auto", "low"));
+  const v1::Task low_a = a->next_start();
+  const v1::Task low_b = b->next_start();
+  await_state(low, v1::JOB_STATE_RUNNING);
+  const std::string high = submit(spec(2, 0, "auto", "high") + "scheduling: {priority: 5}\n");
+  await_state(low, v1::JOB_STATE_PREEMPTED);
+  const std::string pinned =
+      submit(spec(2, 0, "auto", "pinned") + "scheduling: {priority: 3, preemptible: false}\n");
+  for (FakeWorker* w : {a.get(), b.get()}) {
+    const std::optional<v1::TaskCommand> command = w->next();
+    ASSERT_TRUE(command && command->has_preempt()) << (command ? command->DebugString() : "none");
+    EXPECT_EQ(command->preempt().job_id(), low);
+    EXPECT_EQ(command->preempt().attempt(), 1);
+  }
+  EXPECT_THAT(job(high).message(), testing::HasSubstr("waiting for 2 idle"));
+  ASSERT_TRUE(a->report(low_a, v1::TASK_OUTCOME_PREEMPTED, "", "", 4).ok());
+  ASSERT_TRUE(b->report(low_b, v1::TASK_OUTCOME_PREEMPTED, "", "", 4).ok());
+  const v1::Task high_a = a->next_start();
+  const v1::Task high_b = b->next_start();
+  EXPECT_EQ(high_a.job_id(), high);
+  EXPECT_EQ(high_b.job_id(), high);
+  const v1::Job requeued = job(low);
+  EXPECT_EQ(requeued.state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(requeued.restarts(), 0);
+  std::vector<v1::JobState> states;
+  for (const v1::JobEvent& event : requeued.events()) states.push_back(event.state());
+  EXPECT_EQ(states, (std::vector<v1::JobState>{v1::JOB_STATE_QUEUED, v1::JOB_STATE_RUNNING,
+                                               v1::JOB_STATE_PREEMPTED, v1::JOB_STATE_QUEUED}));
+  EXPECT_THAT(requeued.events(3).message(), testing::HasSubstr("preempted for job " + high +
+                                                               " (priority 5); its ranks "
+                                                               "checkpointed step 4 and stopped"));
+  // The non-preemptible job of priority 3 goes next, then the low one,
+  // which resumes.
+  const auto finish = [&](const v1::Task& on_a, const v1::Task& on_b) {
+    ASSERT_TRUE(
+        a->report(on_a, v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(on_a.rank())).ok());
+    ASSERT_TRUE(
+        b->report(on_b, v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(on_b.rank())).ok());
+  };
+  finish(high_a, high_b);
+  const v1::Task pinned_a = a->next_start();
+  const v1::Task pinned_b = b->next_start();
+  EXPECT_EQ(pinned_a.job_id(), pinned);
+  finish(pinned_a, pinned_b);
+  const v1::Task resumed = a->next_start();
+  EXPECT_EQ(resumed.job_id(), low);
+  EXPECT_EQ(resumed.attempt(), 2);
+  EXPECT_TRUE(resumed.resume());
+}
+
+// A preempted job whose ranks do not stop within the grace period is
+// stopped anyway and requeued (to resume from its last checkpoint).
+TEST_F(SchedulerTest, APreemptedJobThatDoesNotStopInTimeIsStoppedAnyway) {
+  CoordinatorOptions short_grace = options();
+  short_grace.preempt_grace = std::chrono::milliseconds(1000);
+  start(short_grace);
+  auto a = worker();
+  const std::string low = submit(spec(1, 0, "auto", "low"));
+  const v1::Task low_a = a->next_start();
+  const std::string high = submit(spec(1, 0, "auto", "high") + "scheduling: {priority: 1}\n");
+  const std::optional<v1::TaskCommand> preempt = a->next();
+  ASSERT_TRUE(preempt && preempt->has_preempt());
+  const std::optional<v1::TaskCommand> cancel = a->next(std::chrono::seconds(5));
+  ASSERT_TRUE(cancel && cancel->has_cancel()) << (cancel ? cancel->DebugString() : "none");
+  EXPECT_EQ(cancel->cancel().job_id(), low);
+  EXPECT_TRUE(eventually([&] { return job(low).state() == v1::JOB_STATE_QUEUED; }));
+  EXPECT_THAT(job(low).events().rbegin()->message(),
+              testing::HasSubstr("did not checkpoint within 1 s and were stopped"));
+  EXPECT_EQ(job(low).restarts(), 0);
+  ASSERT_TRUE(a->report(low_a, v1::TASK_OUTCOME_CANCELLED, "cancelled").ok());
+  EXPECT_EQ(a->next_start().job_id(), high);
+}
+
 // Issue 16: compute fp8 needs fp8 tensor cores (sm_89+). With only an
 // Ampere GPU registered the submit is refused naming it; once a Hopper
 // registers, the job is taken and goes to the Hopper, not the Ampere.

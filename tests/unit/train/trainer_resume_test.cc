@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -63,6 +64,36 @@ TEST_P(TrainerResumeTest, ResumedRunIsBitIdenticalToStraightRun) {
   if (GetParam() == DType::kF16) {
     EXPECT_GT(straight_summary.skipped_steps, 0);
   }
+}
+
+// A stop request (preemption) ends the run after the step it is seen at,
+// with a checkpoint of that step off the checkpoint.every grid; resuming
+// from it ends bit-identical to a run never stopped.
+TEST_P(TrainerResumeTest, AStoppedRunCheckpointsItsStepAndResumesExactly) {
+  std::unique_ptr<Backend> backend = make_backend("cpu");
+  Trainer straight(*backend, resume_spec(GetParam(), fresh_dir("straight")));
+  straight.run();
+
+  const std::filesystem::path dir = fresh_dir("stopped");
+  std::atomic<bool> stop{false};
+  TrainerOptions options;
+  options.stop_requested = &stop;
+  options.progress.on_step = [&](const StepProgress& step) {
+    if (step.step == kHalf + 1) stop.store(true);
+  };
+  Trainer stopped(*backend, resume_spec(GetParam(), dir), options);
+  const TrainSummary summary = stopped.run();
+  EXPECT_EQ(summary.status, "preempted");
+  EXPECT_EQ(summary.steps, kHalf + 1);
+  ASSERT_TRUE(latest_checkpoint(dir).has_value());
+  EXPECT_EQ(latest_checkpoint(dir)->step, kHalf + 1);
+
+  TrainerOptions resume;
+  resume.resume_dir = dir;
+  Trainer resumed(*backend, resume_spec(GetParam(), dir), resume);
+  EXPECT_EQ(resumed.step(), kHalf + 1);
+  EXPECT_EQ(resumed.run().status, "succeeded");
+  EXPECT_TRUE(same_bits(master_of(straight), master_of(resumed)));
 }
 
 INSTANTIATE_TEST_SUITE_P(ComputeDtypes, TrainerResumeTest,

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "engine/checkpoint/checkpoint_store.h"
 #include "test_support/temp_dir.h"
 #include "test_worker_service.h"
 #include "tiny_task.h"
@@ -243,6 +244,22 @@ TEST_F(LongTaskTest, TrainingKilledBySigkillIsReportedWithTheSignal) {
   const TaskResult result = recorder_.result(seconds(30));
   EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_FAILED);
   EXPECT_EQ(result.message.rfind("rank 0 killed by signal 9 (SIGKILL)", 0), 0u) << result.message;
+}
+
+// Preemption: the training process checkpoints the step it is at and
+// stops; the outcome says so (the code it exits with means nothing else
+// unless the task was asked).
+TEST_F(LongTaskTest, PreemptCheckpointsTheCurrentStepAndReportsPreempted) {
+  runner_.preempt();
+  const TaskResult result = recorder_.result(seconds(60));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_PREEMPTED) << result.message;
+  ASSERT_TRUE(result.summary.has_value());
+  EXPECT_EQ(result.summary->status, "preempted");
+  EXPECT_EQ(result.message, "rank 0 stopped after checkpointing step " +
+                                std::to_string(result.summary->steps) + " (preempted)");
+  const std::optional<CheckpointInfo> latest = latest_checkpoint(dir_.path("ckpt"));
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, result.summary->steps);
 }
 
 TEST(TaskRunnerTest, NonZeroExitIsReportedWithTheLastStderrLine) {
