@@ -89,7 +89,7 @@ id=$(json_field '["id"]' <<<"$out") || fail "submit -o json printed no JSON id: 
 run jobs
 [ "$code" -eq 0 ] || fail "jobs: exit $code: $err"
 grep -q "^ID  *NAME  *STATE  *PRIORITY  *ATTEMPT  *STEP/STEPS  *AGE  *MESSAGE" "$work/out" || fail "jobs header: $out"
-grep -q "^$id  *svc-test  *QUEUED  *0  *0/10 " "$work/out" || fail "jobs does not list $id: $out"
+grep -q "^$id  *svc-test  *QUEUED  *0  *0  *0/10 " "$work/out" || fail "jobs does not list $id: $out"
 run jobs -o json
 [ "$code" -eq 0 ] || fail "jobs -o json: exit $code"
 $python -c "
