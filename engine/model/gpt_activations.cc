@@ -50,7 +50,34 @@ bool kept(const BlockTensor& tensor, ActivationCheckpointing mode) {
   return true;
 }
 
+// The bytes of one position's row of a tensor of `shape`.
+int64_t row_bytes(BlockShape shape, const GptConfig& config, DType dtype, int64_t seq) {
+  const int64_t element = static_cast<int64_t>(dtype_size(dtype));
+  switch (shape) {
+    case BlockShape::kRowStats:
+      return static_cast<int64_t>(dtype_size(DType::kF32));
+    case BlockShape::kQkv:
+      return 3 * config.dim * element;
+    case BlockShape::kMlp:
+      return 4 * config.dim * element;
+    case BlockShape::kAttention:
+      return config.heads * seq * element;
+    case BlockShape::kDim:
+      break;
+  }
+  return config.dim * element;
+}
+
 }  // namespace
+
+BlockActivationBytes block_activation_bytes(const GptConfig& config, DType dtype, int64_t seq,
+                                            ActivationCheckpointing checkpointing) {
+  BlockActivationBytes out;
+  for (const BlockTensor& tensor : kBlockTensors)
+    (kept(tensor, checkpointing) ? out.kept : out.shared) +=
+        row_bytes(tensor.shape, config, dtype, seq);
+  return out;
+}
 
 GptActivations::GptActivations(Backend& backend, const GptConfig& config, DType dtype,
                                int64_t batch_size, int64_t seq_len,

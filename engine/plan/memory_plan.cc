@@ -11,6 +11,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/common/error.h"
 #include "engine/common/usable_cores.h"
+#include "engine/model/gpt_activations.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
 #include "engine/plan/checked_bytes.h"
@@ -31,31 +32,18 @@ struct Dims {
 
 // GptActivations and GptActivationGrads (gpt_activations.h) for `mode`,
 // and the trainer's host-readable token and target batches.
-int64_t activation_bytes(const Dims& d, ActivationCheckpointing mode) {
+int64_t activation_bytes(const Dims& d, const GptConfig& model, DType dtype,
+                         ActivationCheckpointing mode) {
   const int64_t e = d.element, c = d.dim;
-  const int64_t attention = checked_product({e, d.heads, d.seq}, "the attention probabilities");
   // Per position: ids (3 x int32), the embeddings, the projection
   // scratch, ln_f and its statistics, the logits, the losses.
   const int64_t outside = checked_sum({12, 3 * e * c, 8, e * d.padded_vocab, 4}, "activations");
-  // Per position of one block, all of it: ln1, qkv, att, atty, residual2,
-  // ln2, fch, fch_gelu, residual3 (16 C) and four fp32 statistics.
-  const int64_t whole_block = checked_sum({16 * e * c, attention, 16}, "activations");
-  int64_t kept = whole_block;  // per block and position
-  switch (mode) {
-    case ActivationCheckpointing::kNone:
-      break;
-    case ActivationCheckpointing::kSelective:  // qkv, residual2, fch, residual3, statistics
-      kept = 9 * e * c + 16;
-      break;
-    case ActivationCheckpointing::kBlocks:  // residual3
-      kept = e * c;
-      break;
-  }
-  const int64_t shared = whole_block - kept;  // one block's recomputed tensors
-  const int64_t gradients = 10 * e * c;       // residual, btc, fch_gelu, fch
-  const int64_t per_position =
-      checked_sum({outside, checked_product({d.layers, kept}, "activations"), shared, gradients, 8},
-                  "activations");
+  // Each block's kept tensors, and one block's recomputed ones.
+  const BlockActivationBytes block = block_activation_bytes(model, dtype, d.seq, mode);
+  const int64_t gradients = 10 * e * c;  // residual, btc, fch_gelu, fch
+  const int64_t per_position = checked_sum(
+      {outside, checked_product({d.layers, block.kept}, "activations"), block.shared, gradients, 8},
+      "activations");
   return checked_product({d.positions, per_position}, "activations");
 }
 
@@ -184,7 +172,7 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
         checked_product({2 * e, elements(placement.optimizer)}, "comm buffers"));
 
   add(MemoryPool::kDevice, MemoryCategory::kActivations,
-      activation_bytes(d, spec.train.activation_checkpointing));
+      activation_bytes(d, model, dtype, spec.train.activation_checkpointing));
 
   const int64_t embeddings = layout.units()[ParameterLayout::kEmbeddingsUnit].padded_numel;
   const int64_t block = layout.units()[layout.block_unit(0)].padded_numel;

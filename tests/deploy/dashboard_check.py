@@ -22,13 +22,14 @@ REQUIRED_PANELS = [
     "Loss", "Loss scale", "Overflow-skipped steps", "NaN/Inf events", "Gradient norm",
     "Learning rate", "Tokens/s", "Model FLOPs utilization", "Step time", "Collective bytes",
     "Collective bandwidth", "Memory by pool and kind", "Peak memory by pool", "Jobs by state",
-    "Workers by state", "Restarts", "Gradient range (log2 |g|)",
+    "Workers by state", "Restarts and preemptions", "Gradient range (log2 |g|)",
     "Gradient log2 magnitude percentiles", "Zero and subnormal gradients",
     "Gradient headroom (log2)", "FP8 amax", "FP8 scale (log2)", "FP8 saturations",
 ]
 # Families whose series carry job_id and rank (the rest are the
 # coordinator's or the agent's own).
 COORDINATOR_FAMILIES = {"mixtrain_jobs", "mixtrain_workers", "mixtrain_job_restarts_total",
+                        "mixtrain_job_preemptions_total",
                         "mixtrain_jobs_submitted_total", "mixtrain_schedule_latency_seconds",
                         "mixtrain_build_info"}
 
