@@ -53,6 +53,35 @@ class RestartTest : public ClusterTest {
   }
 };
 
+// Issue 17: a job preempted when the coordinator stopped is PREEMPTED
+// again after it restarts; its ranks, back, report that they stopped,
+// and it requeues without a restart spent while the job it made room
+// for starts.
+TEST_F(RestartTest, APreemptionInProgressCompletesAfterARestart) {
+  std::string low, high, worker_id;
+  v1::Task task;
+  {
+    auto only = worker();
+    low = submit(spec(1, 0, "auto", "low"));
+    task = only->next_start();
+    high = submit(spec(1, 0, "auto", "high") + "scheduling: {priority: 2}\n");
+    const std::optional<v1::TaskCommand> preempt = only->next();
+    ASSERT_TRUE(preempt && preempt->has_preempt());
+    await_state(low, v1::JOB_STATE_PREEMPTED);
+    worker_id = only->id();
+    only->stop_heartbeats();
+    server_->shutdown();
+  }
+  start();
+  EXPECT_EQ(job(low).state(), v1::JOB_STATE_PREEMPTED);
+  auto back = worker({.previous_worker_id = worker_id, .running = {v1::running_of(task)}});
+  ASSERT_TRUE(back->report(task, v1::TASK_OUTCOME_PREEMPTED, "", "", 3).ok());
+  EXPECT_EQ(back->next_start().job_id(), high);
+  const v1::Job requeued = job(low);
+  EXPECT_EQ(requeued.state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(requeued.restarts(), 0);
+}
+
 TEST_F(RestartTest, RunningJobContinuesWhenItsWorkersComeBack) {
   const Before before = run_two_ranks_then_restart();
   const std::string& job_id = before.job_id;
