@@ -159,16 +159,33 @@ bool holds_any_configuration(const JobNeeds& needs, const v1::Resources& resourc
 
 namespace {
 
-// True when `needs` finds its workers among those `usable`.
-bool fits_on(const JobNeeds& needs, const std::vector<const v1::Worker*>& workers,
-             const std::vector<bool>& usable) {
-  for (const plan::RankConfiguration& configuration : needs.configurations) {
-    int32_t fitting = 0;
-    for (size_t i = 0; i < workers.size(); ++i)
-      fitting += usable[i] && runs_rank(needs, configuration, workers[i]->resources()) ? 1 : 0;
-    if (fitting >= needs.workers) return true;
+// Where a job's ranks go among the `usable` workers.
+struct Fit {
+  bool found = false;         // every rank has a worker
+  size_t configuration = 0;   // the first (cheapest) configuration that does
+  std::vector<size_t> ranks;  // its workers, by rank
+  size_t most = 0;            // the most workers any configuration found
+};
+
+Fit fit_on(const JobNeeds& needs, const std::vector<const v1::Worker*>& workers,
+           const std::vector<bool>& usable) {
+  const size_t wanted = static_cast<size_t>(std::max(needs.workers, 0));
+  Fit out;
+  for (size_t c = 0; c < needs.configurations.size(); ++c) {
+    std::vector<size_t> fitting;
+    for (size_t i = 0; i < workers.size() && fitting.size() < wanted; ++i) {
+      if (usable[i] && runs_rank(needs, needs.configurations[c], workers[i]->resources()))
+        fitting.push_back(i);
+    }
+    out.most = std::max(out.most, fitting.size());
+    if (fitting.size() == wanted) {
+      out.found = true;
+      out.configuration = c;
+      out.ranks = std::move(fitting);
+      return out;
+    }
   }
-  return false;
+  return out;
 }
 
 }  // namespace
@@ -192,7 +209,7 @@ Preemption plan_preemption(const QueuedJob& waiting, const std::vector<RunningJo
     }
   }
   Preemption out;
-  if (fits_on(waiting.needs, workers, usable)) {
+  if (fit_on(waiting.needs, workers, usable).found) {
     out.fits = true;
     return out;
   }
@@ -204,7 +221,7 @@ Preemption plan_preemption(const QueuedJob& waiting, const std::vector<RunningJo
   for (const RunningJob* victim : candidates) {
     free_workers_of(*victim);
     out.victims.push_back(victim->id);
-    if (fits_on(waiting.needs, workers, usable)) {
+    if (fit_on(waiting.needs, workers, usable).found) {
       out.fits = true;
       return out;
     }
@@ -214,32 +231,20 @@ Preemption plan_preemption(const QueuedJob& waiting, const std::vector<RunningJo
 
 std::vector<Placement> place_jobs(const std::vector<QueuedJob>& jobs,
                                   const std::vector<const v1::Worker*>& workers) {
-  std::vector<bool> taken(workers.size());  // busy, lost or assigned already
+  std::vector<bool> idle(workers.size());  // not busy, lost or assigned already
   for (size_t i = 0; i < workers.size(); ++i)
-    taken[i] = workers[i]->state() != v1::WORKER_STATE_IDLE;
+    idle[i] = workers[i]->state() == v1::WORKER_STATE_IDLE;
   std::vector<Placement> placements;
   placements.reserve(jobs.size());
   for (const QueuedJob& job : jobs) {
     Placement placement{.job_id = job.id};
-    const size_t wanted = static_cast<size_t>(std::max(job.needs.workers, 0));
-    size_t most_fitting = 0;  // idle workers of the configuration most of them fit
-    for (size_t c = 0; c < job.needs.configurations.size(); ++c) {
-      std::vector<size_t> fitting;
-      for (size_t i = 0; i < workers.size() && fitting.size() < wanted; ++i) {
-        if (!taken[i] && runs_rank(job.needs, job.needs.configurations[c], workers[i]->resources()))
-          fitting.push_back(i);
-      }
-      most_fitting = std::max(most_fitting, fitting.size());
-      if (fitting.size() == wanted) {
-        placement.workers = std::move(fitting);
-        placement.configuration = c;
-        break;
-      }
-    }
-    if (!placement.workers.empty() || wanted == 0) {
-      for (size_t i : placement.workers) taken[i] = true;
+    Fit fit = fit_on(job.needs, workers, idle);
+    if (fit.found) {
+      for (size_t i : fit.ranks) idle[i] = false;
+      placement.workers = std::move(fit.ranks);
+      placement.configuration = fit.configuration;
     } else {
-      placement.wait_reason = wait_reason(job.needs, most_fitting, workers);
+      placement.wait_reason = wait_reason(job.needs, fit.most, workers);
     }
     placements.push_back(std::move(placement));
   }

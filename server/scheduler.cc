@@ -239,7 +239,7 @@ void Scheduler::schedule_locked() {
   std::vector<const v1::Worker*> workers;
   for (const WorkerEntry* entry : entries) workers.push_back(&entry->worker);
   std::vector<Placement> placements = place_jobs(queued, workers);
-  preempt_for_waiting_locked(*jobs, queued, placements, entries);
+  preempt_for_waiting_locked(*jobs, queued, placements, workers);
   for (const Placement& placement : placements) {
     const JobRecord& job = *by_id.at(placement.job_id);
     if (!placement.workers.empty()) {
@@ -257,17 +257,13 @@ void Scheduler::schedule_locked() {
 void Scheduler::preempt_for_waiting_locked(const std::vector<JobRecord>& active,
                                            const std::vector<QueuedJob>& queued,
                                            std::vector<Placement>& placements,
-                                           const std::vector<WorkerEntry*>& entries) {
+                                           const std::vector<const v1::Worker*>& workers) {
   const auto waiting = std::find_if(placements.begin(), placements.end(),
                                     [](const Placement& p) { return p.workers.empty(); });
   if (waiting == placements.end()) return;
   const QueuedJob& job = queued[size_t(waiting - placements.begin())];
-  std::vector<const v1::Worker*> workers;
   std::map<std::string, size_t> index;  // worker id -> its place in `workers`
-  for (size_t i = 0; i < entries.size(); ++i) {
-    workers.push_back(&entries[i]->worker);
-    index[entries[i]->worker.id()] = i;
-  }
+  for (size_t i = 0; i < workers.size(); ++i) index[workers[i]->id()] = i;
   std::vector<RunningJob> running;
   for (const JobRecord& record : active) {
     const auto attempt = running_.find(record.id);

@@ -164,7 +164,7 @@ class Scheduler {
   void preempt_for_waiting_locked(const std::vector<JobRecord>& active,
                                   const std::vector<QueuedJob>& queued,
                                   std::vector<Placement>& placements,
-                                  const std::vector<WorkerEntry*>& entries)
+                                  const std::vector<const v1::Worker*>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job's state change for the decided ending of `attempt`.
   absl::Status record_ending_locked(const std::string& job_id, const Attempt& attempt)
