@@ -18,7 +18,7 @@ CoordinatorServer::CoordinatorServer(std::unique_ptr<JobDatabase> database,
       watchers_(database_.get()),
       scheduler_(database_.get(), &rendezvous_, &outbox_, &metrics_,
                  {options.worker_timeout, checkpoint_root.string(), data_root.string(),
-                  options.stall_timeout, options.preempt_grace}),
+                  options.stall_timeout, options.preempt_grace, options.first_step_timeout}),
       job_service_(database_.get(), &scheduler_, &watchers_, &metrics_,
                    BearerAuth(options.auth_token), data_root),
       worker_service_(&scheduler_, &outbox_, &rendezvous_, BearerAuth(options.join_token)) {}

@@ -41,6 +41,9 @@ struct CoordinatorOptions {
   std::chrono::milliseconds stall_timeout{120'000};
   // How long a preempted job's ranks have to checkpoint and stop.
   std::chrono::milliseconds preempt_grace{120'000};
+  // An attempt whose rank 0 reports no step this long after it started
+  // fails with "no progress".
+  std::chrono::milliseconds first_step_timeout{1'800'000};
 };
 
 // Largest message accepted from a client or worker, and sent back.

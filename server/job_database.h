@@ -85,6 +85,7 @@ struct TransitionDetails {
   std::vector<std::string> workers;  // entering RUNNING: the worker id of each rank
   std::string summary_json;          // entering SUCCEEDED or FAILED: the job's summary
   std::string configuration;         // entering RUNNING: what its `auto` keys became
+  bool restart = false;              // entering QUEUED after a failed attempt: spends a restart
 };
 
 struct JobDatabaseOptions {

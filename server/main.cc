@@ -101,6 +101,13 @@ int main(int argc, char** argv) {
                  "times its recent step time) fails with \"no progress\" and may restart")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  double first_step_timeout_seconds = 1800;
+  app.add_option("--first-step-timeout-seconds", first_step_timeout_seconds,
+                 "a running job whose rank 0 reports no step this long after the attempt "
+                 "started (loading, rendezvous, resuming) fails with \"no progress\" and may "
+                 "restart")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   double preempt_grace_seconds = 120;
   app.add_option("--preempt-grace-seconds", preempt_grace_seconds,
                  "a job preempted for a higher-priority one that has not checkpointed and "
@@ -119,6 +126,8 @@ int main(int argc, char** argv) {
       std::chrono::milliseconds(static_cast<int64_t>(stall_timeout_seconds * 1000));
   options.preempt_grace =
       std::chrono::milliseconds(static_cast<int64_t>(preempt_grace_seconds * 1000));
+  options.first_step_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(first_step_timeout_seconds * 1000));
   for (auto [file, token] : {std::pair{&token_file, &options.auth_token},
                              std::pair{&join_token_file, &options.join_token}}) {
     if (file->empty()) continue;

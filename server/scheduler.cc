@@ -100,6 +100,7 @@ absl::Status Scheduler::start() {
       attempt.max_restarts = job.needs ? job.needs->max_restarts : 0;
       attempt.recover_until_ms = deadline;
       attempt.started_ms = job.updated_unix_ms;
+      attempt.first_step_due_ms = deadline + options_.first_step_timeout.count();
       if (job.state == v1::JOB_STATE_PREEMPTED) {  // its ranks were asked before the restart
         attempt.preempt_deadline_ms = deadline + options_.preempt_grace.count();
         attempt.preempted_for = "a job of a higher priority";
@@ -157,6 +158,13 @@ void Scheduler::tick_locked() {
   }
   std::vector<std::pair<std::string, std::string>> to_fail;  // job id, cause
   for (auto& [job_id, attempt] : running_) {
+    if (attempt.step_changed_ms == 0 && !attempt.ending && now > attempt.first_step_due_ms) {
+      to_fail.emplace_back(
+          job_id, "made no progress: rank 0 reported no step within " +
+                      std::to_string(options_.first_step_timeout.count() / 1000) +
+                      " s of the attempt's start (--first-step-timeout-seconds)");
+      continue;
+    }
     const double stall_ms =
         std::max(double(options_.stall_timeout.count()), kStallSteps * attempt.step_ms);
     if (attempt.step_ms > 0 && !attempt.ending && now - attempt.step_changed_ms > stall_ms) {
@@ -258,10 +266,6 @@ void Scheduler::preempt_for_waiting_locked(const std::vector<JobRecord>& active,
                                            const std::vector<QueuedJob>& queued,
                                            std::vector<Placement>& placements,
                                            const std::vector<const v1::Worker*>& workers) {
-  const auto waiting = std::find_if(placements.begin(), placements.end(),
-                                    [](const Placement& p) { return p.workers.empty(); });
-  if (waiting == placements.end()) return;
-  const QueuedJob& job = queued[size_t(waiting - placements.begin())];
   std::map<std::string, size_t> index;  // worker id -> its place in `workers`
   for (size_t i = 0; i < workers.size(); ++i) index[workers[i]->id()] = i;
   std::vector<RunningJob> running;
@@ -279,23 +283,32 @@ void Scheduler::preempt_for_waiting_locked(const std::vector<JobRecord>& active,
     }
     running.push_back(std::move(entry));
   }
-  // The workers of the jobs placed before it stay theirs.
-  std::vector<bool> taken(workers.size());
-  for (auto it = placements.begin(); it != waiting; ++it)
-    for (size_t i : it->workers) taken[i] = true;
-  const Preemption preemption = plan_preemption(job, running, workers, taken);
-  if (!preemption.fits) return;
-  // Room is being made for it: no job of a lower priority takes that room.
-  for (auto it = waiting + 1; it != placements.end(); ++it) {
-    if (queued[size_t(it - placements.begin())].needs.priority < job.needs.priority &&
-        !it->workers.empty()) {
-      it->workers.clear();
-      it->wait_reason = "waiting behind job " + job.id + " (priority " +
-                        std::to_string(job.needs.priority) + "), for which jobs are preempted";
+  // The waiting jobs in priority order: the first that preemption can make
+  // room for gets it; one that could not start even then (it asks for more
+  // workers than are registered, or they run jobs it may not preempt)
+  // holds back nobody.
+  std::vector<bool> taken(workers.size());  // by the jobs placed before the one weighed
+  for (auto waiting = placements.begin(); waiting != placements.end(); ++waiting) {
+    if (!waiting->workers.empty()) {
+      for (size_t i : waiting->workers) taken[i] = true;
+      continue;
     }
+    const QueuedJob& job = queued[size_t(waiting - placements.begin())];
+    const Preemption preemption = plan_preemption(job, running, workers, taken);
+    if (!preemption.fits) continue;
+    // Room is being made for it: no job of a lower priority takes that room.
+    for (auto it = waiting + 1; it != placements.end(); ++it) {
+      if (queued[size_t(it - placements.begin())].needs.priority < job.needs.priority &&
+          !it->workers.empty()) {
+        it->workers.clear();
+        it->wait_reason = "waiting behind job " + job.id + " (priority " +
+                          std::to_string(job.needs.priority) + "), for which jobs are preempted";
+      }
+    }
+    for (const std::string& victim : preemption.victims)
+      preempt_locked(victim, job.id, job.needs.priority);
+    return;
   }
-  for (const std::string& victim : preemption.victims)
-    preempt_locked(victim, job.id, job.needs.priority);
 }
 
 void Scheduler::preempt_locked(const std::string& job_id, const std::string& waiting,
@@ -359,8 +372,10 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
   if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
 
   Attempt& attempt = running_[job.id];
-  attempt =
-      Attempt{.attempt = started->attempt, .max_restarts = needs.max_restarts, .started_ms = now};
+  attempt = Attempt{.attempt = started->attempt,
+                    .max_restarts = needs.max_restarts,
+                    .started_ms = now,
+                    .first_step_due_ms = now + options_.first_step_timeout.count()};
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     WorkerEntry& worker = *workers[rank];
     attempt.ranks.push_back({.worker_id = worker.worker.id()});
@@ -486,7 +501,8 @@ absl::Status Scheduler::record_ending_locked(const std::string& job_id, const At
       database_
           ->transition(job_id, v1::JOB_STATE_QUEUED,
                        failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
-                           std::to_string(attempt.max_restarts))
+                           std::to_string(attempt.max_restarts),
+                       TransitionDetails{.restart = true})
           .status();
   if (requeued.ok()) {
     metrics_->job_restarted();
@@ -701,6 +717,9 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
         attempt->step_ms = attempt->step_ms == 0 ? per_step : 0.8 * attempt->step_ms + 0.2 * per_step;
       }
       attempt->step_changed_ms = now;
+    } else if (steps == 0 && attempt->step_changed_ms != 0 &&
+               request.progress().eval_batches_done() > attempt->progress.eval_batches_done()) {
+      attempt->step_changed_ms = now;  // an evaluation under way: progress, not a step time
     }
     attempt->progress = request.progress();
     attempt->progress_stored = false;

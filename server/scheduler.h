@@ -37,10 +37,16 @@ struct SchedulerOptions {
   // A hung rank (alive, heartbeating, but stepping no more) is noticed when
   // rank 0 reports no new step for max(stall_timeout, kStallSteps × its
   // recent step time): the attempt then fails with "no progress".
+  // Batches of an evaluation under way count as progress too.
   std::chrono::milliseconds stall_timeout{120'000};
   // How long a preempted job's ranks have to checkpoint and stop before
   // they are stopped anyway (it then resumes from its last checkpoint).
   std::chrono::milliseconds preempt_grace{120'000};
+  // An attempt whose rank 0 reports no step this long after the attempt
+  // started (or was taken over after a restart) fails with "no progress":
+  // the stall timeout needs a measured step time, which a rank frozen
+  // before its first step never gives.
+  std::chrono::milliseconds first_step_timeout{1'800'000};
 };
 
 // Thread safe.
@@ -120,9 +126,10 @@ class Scheduler {
     std::optional<Ending> ending;  // decided, not yet committed
     v1::Progress progress;         // rank 0's latest
     bool progress_stored = true;   // `progress` is in the store
-    int64_t step_changed_ms = 0;   // when rank 0 last reported a new step
+    int64_t step_changed_ms = 0;   // when rank 0 last reported a new step or eval batch
     double step_ms = 0;            // recent time per step (moving average); 0: unknown
     int64_t started_ms = 0;        // when it started (or was taken over after a restart)
+    int64_t first_step_due_ms = 0;  // rank 0's first step is overdue after this
     // Once preempted: when its ranks are stopped anyway, and for whom.
     int64_t preempt_deadline_ms = 0;
     std::string preempted_for;

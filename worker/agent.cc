@@ -388,6 +388,10 @@ void Agent::start_task(const v1::Task& task) {
     progress->on_eval(eval);
     reporter_.progress(running, progress->progress());
   };
+  events.on_eval_batch = [this, running, progress](const EvalBatchProgress& eval_batch) {
+    progress->on_eval_batch(eval_batch);
+    reporter_.progress(running, progress->progress());
+  };
   const std::string prefix = "[" + task.job_id() + " rank " + std::to_string(task.rank()) + "] ";
   events.on_output = [this, running, prefix](const std::string& line) {
     reporter_.log(running, line);

@@ -185,6 +185,15 @@ std::string encode_eval(const EvalProgress& eval) {
   return encode_frame(report);
 }
 
+std::string encode_eval_batch(const EvalBatchProgress& eval_batch) {
+  task::ChildReport report;
+  task::EvalBatchReport& out = *report.mutable_eval_batch();
+  out.set_step(eval_batch.step);
+  out.set_done(eval_batch.done);
+  out.set_batches(eval_batch.batches);
+  return encode_frame(report);
+}
+
 std::string encode_summary(const TrainSummary& summary) {
   task::ChildReport report;
   report.set_summary_json(dump_json(summary.to_json()));
@@ -206,6 +215,11 @@ std::optional<ChildMessage> decode_child_message(std::string_view frame) {
     case task::ChildReport::kEval:
       out.kind = ChildMessage::Kind::kEval;
       out.eval = {report.eval().step(), report.eval().val_loss()};
+      return out;
+    case task::ChildReport::kEvalBatch:
+      out.kind = ChildMessage::Kind::kEvalBatch;
+      out.eval_batch = {report.eval_batch().step(), report.eval_batch().done(),
+                        report.eval_batch().batches()};
       return out;
     case task::ChildReport::kSummaryJson:
       try {

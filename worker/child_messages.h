@@ -30,17 +30,19 @@ struct StepReport {
 };
 
 struct ChildMessage {
-  enum class Kind { kStep, kEval, kSummary };
+  enum class Kind { kStep, kEval, kEvalBatch, kSummary };
   Kind kind = Kind::kStep;
-  StepReport step;       // kStep
-  EvalProgress eval;     // kEval
-  TrainSummary summary;  // kSummary
+  StepReport step;               // kStep
+  EvalProgress eval;             // kEval
+  EvalBatchProgress eval_batch;  // kEvalBatch
+  TrainSummary summary;          // kSummary
 };
 
 // One frame each, ready for the pipe. Never throw: losses travel as they
 // are, NaN included.
 std::string encode_step(const StepReport& step);
 std::string encode_eval(const EvalProgress& eval);
+std::string encode_eval_batch(const EvalBatchProgress& eval_batch);
 std::string encode_summary(const TrainSummary& summary);
 
 // The message one frame's bytes hold; nullopt when they hold none of these.

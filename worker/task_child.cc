@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -186,6 +187,16 @@ int run_task_child(std::istream& in) {
     options.progress.on_eval = [print = options.progress.on_eval](const EvalProgress& eval) {
       print(eval);
       report(encode_eval(eval));
+    };
+    // An evaluation says how far it is with its first batch and then about
+    // once a second: the coordinator's stall watchdog counts that as
+    // progress, and a long one costs a frame a second, not one a batch.
+    options.progress.on_eval_batch = [last = std::chrono::steady_clock::time_point()](
+                                         const EvalBatchProgress& eval_batch) mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (eval_batch.done > 1 && now - last < std::chrono::seconds(1)) return;
+      last = now;
+      report(encode_eval_batch(eval_batch));
     };
     trainer = std::make_unique<Trainer>(*backend, spec, options);
   } catch (const EngineError& e) {  // a spec this backend or data cannot run is the job's fault

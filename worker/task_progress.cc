@@ -6,6 +6,8 @@
 namespace mixtrain::worker {
 
 void TaskProgress::on_step(const StepProgress& step) {
+  progress_.clear_eval_batches_done();
+  progress_.clear_eval_batches();
   progress_.set_step(step.step);
   progress_.set_steps(step.steps);
   if (std::isfinite(step.loss)) progress_.set_train_loss(step.loss);
@@ -18,6 +20,13 @@ void TaskProgress::on_step(const StepProgress& step) {
 
 void TaskProgress::on_eval(const EvalProgress& eval) {
   if (std::isfinite(eval.val_loss)) progress_.set_val_loss(eval.val_loss);
+  progress_.clear_eval_batches_done();
+  progress_.clear_eval_batches();
+}
+
+void TaskProgress::on_eval_batch(const EvalBatchProgress& eval_batch) {
+  progress_.set_eval_batches_done(eval_batch.done);
+  progress_.set_eval_batches(eval_batch.batches);
 }
 
 void TaskProgress::on_summary(const TrainSummary& summary) {

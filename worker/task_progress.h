@@ -18,6 +18,9 @@ class TaskProgress {
   void on_step(const StepProgress& step);
   // Takes an evaluation's validation loss.
   void on_eval(const EvalProgress& eval);
+  // Takes how far the evaluation under way is (cleared by the next step
+  // or the evaluation's end).
+  void on_eval_batch(const EvalBatchProgress& eval_batch);
   // Takes what the task's summary says of its end (steps, losses, loss
   // scale) where no step reported more.
   void on_summary(const TrainSummary& summary);

@@ -207,6 +207,9 @@ TaskResult TaskRunner::execute() {
       case ChildMessage::Kind::kEval:
         events_.on_eval(message->eval);
         break;
+      case ChildMessage::Kind::kEvalBatch:
+        events_.on_eval_batch(message->eval_batch);
+        break;
       case ChildMessage::Kind::kSummary:
         result.summary = message->summary;
         break;

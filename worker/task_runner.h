@@ -36,6 +36,7 @@ struct TaskResult {
 struct TaskEvents {
   std::function<void(const StepReport&)> on_step;
   std::function<void(const EvalProgress&)> on_eval;
+  std::function<void(const EvalBatchProgress&)> on_eval_batch;
   std::function<void(const std::string&)> on_output;   // one stdout or stderr line of the child
   std::function<void(const TaskResult&)> on_finished;  // last call, exactly once
 };

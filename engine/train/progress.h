@@ -44,10 +44,20 @@ struct EvalProgress {
   double val_loss = 0.0;  // mean loss over train.eval_batches validation batches
 };
 
+// An evaluation under way after `step` steps: `done` of `batches`
+// validation batches evaluated. A long evaluation is progress too (a
+// watchdog must not take it for a hung rank).
+struct EvalBatchProgress {
+  int64_t step = 0;
+  int64_t done = 0;
+  int64_t batches = 0;
+};
+
 // Callbacks the trainer calls on its own thread; any may be empty.
 struct TrainerProgress {
   std::function<void(const StepProgress&)> on_step;
   std::function<void(const EvalProgress&)> on_eval;
+  std::function<void(const EvalBatchProgress&)> on_eval_batch;  // after each batch
   std::function<void(const std::string&)> on_log;  // one line, no trailing newline
 };
 

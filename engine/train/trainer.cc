@@ -159,9 +159,13 @@ bool Trainer::stop_agreed() {
 
 double Trainer::evaluate() {
   double sum = 0.0;
-  for (int64_t i = 0; i < eval_stream_->num_batches(); ++i)
+  const int64_t batches = eval_stream_->num_batches();
+  for (int64_t i = 0; i < batches; ++i) {
     sum += forward(zero_.eval_weights(), eval_stream_->batch(i));
-  return sum / static_cast<double>(eval_stream_->num_batches());
+    if (options_.progress.on_eval_batch)
+      options_.progress.on_eval_batch(EvalBatchProgress{state_.step, i + 1, batches});
+  }
+  return sum / static_cast<double>(batches);
 }
 
 void Trainer::run_evaluation() {

@@ -120,16 +120,21 @@ class FakeWorker {
     return command && command->has_start() ? command->start() : v1::Task();
   }
 
-  // Reports `outcome` of `task` (its progress with step = `step`).
+  // Reports `outcome` of `task` (its progress with step = `step`, and
+  // `eval_batches_done` of 100 batches of an evaluation under way when set).
   grpc::Status report(const v1::Task& task, v1::TaskOutcome outcome,
                       const std::string& message = "", const std::string& summary_json = "",
-                      int64_t step = 0) {
+                      int64_t step = 0, int64_t eval_batches_done = 0) {
     v1::ReportProgressRequest request;
     request.set_worker_id(id_);
     *request.mutable_task() = v1::running_of(task);
     request.mutable_progress()->set_step(step);
     request.mutable_progress()->set_steps(10);
     request.mutable_progress()->set_train_loss(2.5);
+    if (eval_batches_done > 0) {
+      request.mutable_progress()->set_eval_batches_done(eval_batches_done);
+      request.mutable_progress()->set_eval_batches(100);
+    }
     request.set_outcome(outcome);
     request.set_message(message);
     request.set_summary_json(summary_json);

@@ -525,6 +525,60 @@ TEST_F(SchedulerTest, APreemptedJobThatDoesNotStopInTimeIsStoppedAnyway) {
   EXPECT_EQ(a->next_start().job_id(), high);
 }
 
+// Issue 29: a waiting job of a higher priority that could not start even
+// with preemption (it asks for more workers than are registered) does not
+// stop a job of a middle priority from preempting a low one.
+TEST_F(SchedulerTest, AJobThatCannotStartHoldsBackNoPreemptionForOthers) {
+  auto a = worker();
+  auto b = worker();
+  const std::string low = submit(spec(2, 0, "auto", "low"));
+  const v1::Task low_a = a->next_start();
+  const v1::Task low_b = b->next_start();
+  const std::string huge = submit(spec(3, 0, "auto", "huge") + "scheduling: {priority: 10}\n");
+  EXPECT_TRUE(eventually([&] {
+    return job(huge).message() == "asks for 3 workers, only 2 registered";
+  })) << job(huge).message();
+  const std::string middle = submit(spec(2, 0, "auto", "middle") + "scheduling: {priority: 5}\n");
+  await_state(low, v1::JOB_STATE_PREEMPTED);
+  EXPECT_THAT(job(low).message(), testing::HasSubstr("preempted for job " + middle));
+  for (FakeWorker* w : {a.get(), b.get()}) {
+    const std::optional<v1::TaskCommand> command = w->next();
+    ASSERT_TRUE(command && command->has_preempt()) << (command ? command->DebugString() : "none");
+  }
+  ASSERT_TRUE(a->report(low_a, v1::TASK_OUTCOME_PREEMPTED, "", "", 3).ok());
+  ASSERT_TRUE(b->report(low_b, v1::TASK_OUTCOME_PREEMPTED, "", "", 3).ok());
+  EXPECT_EQ(a->next_start().job_id(), middle);
+  EXPECT_EQ(b->next_start().job_id(), middle);
+  EXPECT_EQ(job(huge).state(), v1::JOB_STATE_QUEUED);
+}
+
+// Issue 29: a rank that fails while its job is PREEMPTED (before its
+// ranks checkpointed) spends a restart like any failed attempt, so a job
+// whose ranks crash at every preemption ends once its restarts are spent.
+TEST_F(SchedulerTest, ARankFailingWhilePreemptedSpendsARestart) {
+  auto a = worker();
+  const std::string low = submit(spec(1, /*max_restarts=*/1, "auto", "low"));
+  const auto preempt_and_crash = [&](int attempt) {
+    const v1::Task task = a->next_start();
+    EXPECT_EQ(task.job_id(), low);
+    EXPECT_EQ(task.attempt(), attempt);
+    const std::string high = submit(spec(1, 0, "auto", "high") + "scheduling: {priority: 1}\n");
+    const std::optional<v1::TaskCommand> preempt = a->next();
+    ASSERT_TRUE(preempt && preempt->has_preempt());
+    ASSERT_TRUE(a->report(task, v1::TASK_OUTCOME_FAILED, "killed by signal 6 (SIGABRT)").ok());
+    const v1::Task on_a = a->next_start();
+    EXPECT_EQ(on_a.job_id(), high);
+    ASSERT_TRUE(a->report(on_a, v1::TASK_OUTCOME_SUCCEEDED, "", rank_summary_json(0)).ok());
+  };
+  preempt_and_crash(1);
+  EXPECT_EQ(job(low).restarts(), 1);
+  EXPECT_THAT(job(low).events(3).message(), testing::HasSubstr("restart 1 of 1"));
+  preempt_and_crash(2);
+  const v1::Job failed = await_state(low, v1::JOB_STATE_FAILED);
+  EXPECT_EQ(failed.restarts(), 1);
+  EXPECT_THAT(failed.message(), testing::HasSubstr("no restarts left"));
+}
+
 // Issue 16: compute fp8 needs fp8 tensor cores (sm_89+). With only an
 // Ampere GPU registered the submit is refused naming it; once a Hopper
 // registers, the job is taken and goes to the Hopper, not the Ampere.
@@ -603,6 +657,51 @@ TEST_F(SchedulerTest, AHungRankFailsItsAttemptWithNoProgress) {
             std::string::npos)
       << cancel->cancel().reason();
   EXPECT_TRUE(eventually([&] { return job(id).restarts() == 1; }));
+}
+
+// Issue 29: a rank frozen before its first step has no step time for the
+// stall watchdog to measure; the first step is due within
+// first_step_timeout of the attempt's start.
+TEST_F(SchedulerTest, ARankWithoutAFirstStepFailsItsAttemptWithNoProgress) {
+  CoordinatorOptions hurried = options();
+  hurried.first_step_timeout = std::chrono::milliseconds(1000);
+  start(hurried);
+  auto rank = worker();
+  const std::string id = submit(spec(1, /*max_restarts=*/1));
+  rank->next_start();
+  const std::optional<v1::TaskCommand> cancel = rank->next(std::chrono::seconds(10));
+  ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
+  EXPECT_THAT(cancel->cancel().reason(),
+              testing::HasSubstr("made no progress: rank 0 reported no step within 1 s of the "
+                                 "attempt's start"));
+  EXPECT_TRUE(eventually([&] { return job(id).restarts() == 1; }));
+}
+
+// Issue 29: an evaluation longer than the stall timeout is progress while
+// its batches advance, and a rank that stops in the middle of one is hung.
+TEST_F(SchedulerTest, ALongEvaluationIsProgressUntilItsBatchesStop) {
+  CoordinatorOptions hurried = options();
+  hurried.stall_timeout = std::chrono::milliseconds(1500);
+  start(hurried);
+  auto rank = worker();
+  const std::string id = submit(spec(1, /*max_restarts=*/1));
+  const v1::Task task = rank->next_start();
+  for (int step = 1; step <= 4; ++step) {  // 50 ms a step
+    ASSERT_TRUE(rank->report(task, v1::TASK_OUTCOME_RUNNING, "", "", step).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // 4 s of evaluation after step 4, a batch every 250 ms.
+  for (int batch = 1; batch <= 16; ++batch) {
+    ASSERT_TRUE(rank->report(task, v1::TASK_OUTCOME_RUNNING, "", "", 4, batch).ok());
+    const std::optional<v1::TaskCommand> command = rank->next(std::chrono::milliseconds(250));
+    ASSERT_FALSE(command.has_value()) << "batch " << batch << ": " << command->DebugString();
+  }
+  EXPECT_EQ(job(id).state(), v1::JOB_STATE_RUNNING);
+  // Then its batches stop.
+  const std::optional<v1::TaskCommand> cancel = rank->next(std::chrono::seconds(10));
+  ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
+  EXPECT_THAT(cancel->cancel().reason(),
+              testing::HasSubstr("made no progress: rank 0 reported no step after step 4 for "));
 }
 
 }  // namespace

@@ -45,6 +45,9 @@ class Recorder {
     TaskEvents out;
     out.on_step = [this](const StepReport& step) { add([&] { steps_.push_back(step); }); };
     out.on_eval = [this](const EvalProgress& eval) { add([&] { evals_.push_back(eval); }); };
+    out.on_eval_batch = [this](const EvalBatchProgress& batch) {
+      add([&] { eval_batches_.push_back(batch); });
+    };
     out.on_output = [this](const std::string& line) { add([&] { lines_.push_back(line); }); };
     out.on_finished = [this](const TaskResult& result) { add([&] { result_ = result; }); };
     return out;
@@ -69,6 +72,10 @@ class Recorder {
     std::lock_guard lock(mu_);
     return evals_;
   }
+  std::vector<EvalBatchProgress> eval_batches() {
+    std::lock_guard lock(mu_);
+    return eval_batches_;
+  }
   std::string output() {
     std::lock_guard lock(mu_);
     std::string out;
@@ -87,6 +94,7 @@ class Recorder {
   std::condition_variable changed_;
   std::vector<StepReport> steps_;
   std::vector<EvalProgress> evals_;
+  std::vector<EvalBatchProgress> eval_batches_;
   std::vector<std::string> lines_;
   std::optional<TaskResult> result_;
 };
@@ -136,6 +144,12 @@ TEST(TaskRunnerTest, TinyTaskReportsStepsEvalsOutputAndSummary) {
   EXPECT_GT(steps.back().memory.peak_total[0], 0u);
   ASSERT_EQ(recorder.evals().size(), 2u);
   EXPECT_EQ(recorder.evals()[1].step, 10);
+  // Each evaluation said it was under way with its first batch at least.
+  const std::vector<EvalBatchProgress> batches = recorder.eval_batches();
+  ASSERT_GE(batches.size(), 2u);
+  EXPECT_EQ(batches.front().done, 1);
+  EXPECT_GT(batches.front().batches, 0);
+  EXPECT_EQ(batches.back().step, 10);
   EXPECT_NE(recorder.output().find("step 10/10"), std::string::npos) << recorder.output();
 
   ASSERT_TRUE(result.summary.has_value());
