@@ -1,21 +1,30 @@
 # The README's commands. `make test` is what CI runs: it installs the Debian
 # packages the build needs, configures a Release build and runs ctest.
 BUILD_DIR ?= build
+# The product's three binaries again, with AddressSanitizer and UBSan: the
+# e2e service tests run them too (tests/e2e/sanitized_test.sh).
+SANITIZE_DIR ?= build-sanitize
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build test demo bench clean
+.PHONY: deps configure build sanitized test demo bench clean
 
 deps:
 	bash scripts/install-deps.sh
 
 configure: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  -DMIXTRAIN_SANITIZED_BIN_DIR=$(abspath $(SANITIZE_DIR))/bin $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+sanitized: deps
+	cmake -S . -B $(SANITIZE_DIR) -DCMAKE_BUILD_TYPE=Release -DMIXTRAIN_SANITIZE=address,undefined \
+	  -DMIXTRAIN_BUILD_TESTS=OFF -DMIXTRAIN_BUILD_BENCH=OFF -DMIXTRAIN_CUDA=OFF $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target mixtrain mixtrain-coordinator mixtrain-worker
+
+test: build sanitized
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 1800
 
 # The README demo: a small GPT trained with mixed precision and ZeRO stage 1
@@ -36,4 +45,4 @@ bench: build
 	bash bench/run_all.sh $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
