@@ -7,6 +7,8 @@
 
 #include "client/gradient_range_chart.h"
 #include "client/text_table.h"
+#include "engine/common/error.h"
+#include "engine/common/json.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -75,9 +77,11 @@ nlohmann::ordered_json job_json(const v1::Job& job, bool details) {
 
 nlohmann::ordered_json parse_summary(const std::string& summary_json) {
   if (summary_json.empty()) return nullptr;
-  nlohmann::ordered_json summary =
-      nlohmann::ordered_json::parse(summary_json, nullptr, /*allow_exceptions=*/false);
-  return summary.is_discarded() ? nlohmann::ordered_json() : summary;
+  try {
+    return parse_json(summary_json);
+  } catch (const EngineError&) {
+    return nullptr;
+  }
 }
 
 std::string format_age(int64_t unix_ms) {

@@ -25,7 +25,8 @@ bool is_final(v1::JobState state);
 // summary_json).
 nlohmann::ordered_json job_json(const v1::Job& job, bool details);
 
-// The job's summary_json parsed; null when it is empty or not JSON.
+// The job's summary_json parsed (parse_json: in linear time, strictly);
+// null when it is empty or parse_json refuses it.
 nlohmann::ordered_json parse_summary(const std::string& summary_json);
 
 // How long ago `unix_ms` was, coarsely: "42s", "7m", "3h", "2d"; "-" for 0.

@@ -467,8 +467,8 @@ void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string
 void Scheduler::succeed_locked(const std::string& job_id) {
   Attempt& attempt = running_.at(job_id);
   if (attempt.ending) return;
-  std::vector<std::string> summaries;
-  for (const Rank& rank : attempt.ranks) summaries.push_back(rank.summary_json);
+  std::vector<const ReportedSummary*> summaries;
+  for (const Rank& rank : attempt.ranks) summaries.push_back(&rank.summary);
   attempt.ending = Ending{.succeeded = true, .summary_json = merge_rank_summaries(summaries)};
   commit_ending_locked(job_id);
 }
@@ -679,7 +679,8 @@ absl::Status Scheduler::check_store_access(const std::string& worker_id, const s
 }
 
 absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
-    const v1::ReportProgressRequest& request, const std::string& secret) {
+    const v1::ReportProgressRequest& request, const std::string& secret,
+    ReportedSummary summary) {
   absl::MutexLock lock(&mu_);
   const absl::StatusOr<WorkerEntry*> authenticated =
       authenticate_locked(request.worker_id(), secret);
@@ -734,7 +735,7 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   switch (request.outcome()) {
     case v1::TASK_OUTCOME_SUCCEEDED: {
       if (!move_rank(rank.state, RankEvent::kSucceeded, rank.worker_id)) break;
-      rank.summary_json = request.summary_json();
+      rank.summary = std::move(summary);
       const bool all = std::all_of(attempt->ranks.begin(), attempt->ranks.end(),
                                    [](const Rank& r) { return r.state == RankState::kSucceeded; });
       if (all) succeed_locked(task.job_id());

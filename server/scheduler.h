@@ -25,6 +25,7 @@
 #include "server/placement.h"
 #include "server/rank_state.h"
 #include "server/rendezvous_store.h"
+#include "server/summary_merge.h"
 #include "server/task_outbox.h"
 #include "server/worker_registry.h"
 
@@ -82,11 +83,12 @@ class Scheduler {
   // Records a heartbeat; reregister=true for an unknown or lost worker.
   absl::StatusOr<v1::HeartbeatResponse> heartbeat(const v1::HeartbeatRequest& request,
                                                   const std::string& secret);
-  // A rank's progress or outcome; counted=true when the worker holds the
-  // task (it then counts as a heartbeat). Reports of tasks the worker does
-  // not hold (other attempts) are ignored.
+  // A rank's progress or outcome, with its summary_json already read
+  // (read_reported_summary); counted=true when the worker holds the task
+  // (it then counts as a heartbeat). Reports of tasks the worker does not
+  // hold (other attempts) are ignored.
   absl::StatusOr<v1::ReportProgressResponse> report_progress(
-      const v1::ReportProgressRequest& request, const std::string& secret);
+      const v1::ReportProgressRequest& request, const std::string& secret, ReportedSummary summary);
   // Appends to the job's log, for the task the worker holds (else ignored).
   absl::Status report_log(const v1::ReportLogRequest& request, const std::string& secret);
   // OK for a registered worker.
@@ -106,7 +108,7 @@ class Scheduler {
   struct Rank {
     std::string worker_id;
     RankState state = RankState::kRunning;  // rank_state.h
-    std::string summary_json;               // once kSucceeded
+    ReportedSummary summary;                // once kSucceeded
   };
   // How an attempt ends, once decided: kept until the job's state change
   // commits (a locked database fails it for a while; the tick retries).

@@ -5,33 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/common/error.h"
-#include "engine/common/json.h"
 #include "net/net_address.h"
 #include "proto/worker_secret.h"
 #include "server/queued_writer.h"
+#include "server/summary_merge.h"
 #include "server/unary_call.h"
 
 namespace mixtrain::server {
 namespace {
-
-// How deep a rank's summary may nest: it needs 4. Deeper JSON would be
-// refused anyway, but the coordinator and every CLI that shows the job
-// also parse it, so a hostile one is kept out at the door (issue 13).
-constexpr int kMaxSummaryDepth = 32;
-
-// OK for no summary or JSON nested at most kMaxSummaryDepth deep;
-// otherwise INVALID_ARGUMENT naming the field and the parse error.
-absl::Status check_summary_json(const std::string& text) {
-  if (text.empty()) return absl::OkStatus();
-  try {
-    parse_json(text, kMaxSummaryDepth);
-  } catch (const EngineError& error) {
-    return absl::InvalidArgumentError(std::string("summary_json is not valid JSON: ") +
-                                      error.what());
-  }
-  return absl::OkStatus();
-}
 
 std::chrono::milliseconds store_timeout(int64_t timeout_ms) {
   return std::clamp(std::chrono::milliseconds(timeout_ms), std::chrono::milliseconds(0),
@@ -126,10 +107,15 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::ReportProgress(
     grpc::CallbackServerContext* context, const v1::ReportProgressRequest* request,
     v1::ReportProgressResponse* response) {
   return finish_unary(context, auth_, *request, [&] {
-    if (absl::Status summary = check_summary_json(request->summary_json()); !summary.ok()) {
-      return to_grpc(summary);
+    // Nothing a worker sent is parsed before it proved who it is.
+    const std::string secret = worker_secret(*context);
+    if (absl::Status known = scheduler_->check_worker(request->worker_id(), secret); !known.ok()) {
+      return to_grpc(known);
     }
-    return answer_with(scheduler_->report_progress(*request, worker_secret(*context)), response);
+    absl::StatusOr<ReportedSummary> summary = read_reported_summary(request->summary_json());
+    if (!summary.ok()) return to_grpc(summary.status());
+    return answer_with(scheduler_->report_progress(*request, secret, std::move(*summary)),
+                       response);
   });
 }
 

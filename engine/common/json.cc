@@ -33,7 +33,7 @@ std::string reason_of(const nlohmann::detail::exception& error) {
 
 class StrictBuilder {
  public:
-  explicit StrictBuilder(int max_depth) : max_depth_(max_depth) {}
+  explicit StrictBuilder(JsonLimits limits) : limits_(limits) {}
 
   bool null() { return add(nullptr); }
   bool boolean(bool value) { return add(value); }
@@ -56,8 +56,16 @@ class StrictBuilder {
 
   bool start_object(size_t) { return open(Json::object()); }
   bool key(std::string& name) {
-    if (!keys_.back().insert(name).second) return fail("duplicate key \"" + name + "\"");
-    slot_ = &(*open_.back())[name];
+    std::unordered_set<std::string>& keys = keys_.back();
+    if (keys.size() == limits_.max_object_keys) {
+      return fail("an object with more than " + std::to_string(limits_.max_object_keys) + " keys");
+    }
+    if (!keys.insert(name).second) return fail("duplicate key \"" + name + "\"");
+    // Appended without a lookup: the key is new, and Json's operator[]
+    // would search the members one by one, n^2 / 2 compares for n keys.
+    Json::object_t& members = open_.back()->get_ref<Json::object_t&>();
+    members.emplace_back(std::move(name), nullptr);
+    slot_ = &members.back().second;
     return true;
   }
   bool end_object() { return close(); }
@@ -100,8 +108,8 @@ class StrictBuilder {
     return true;
   }
   bool open(Json container) {
-    if (static_cast<int>(open_.size()) >= max_depth_) {
-      return fail("nesting deeper than " + std::to_string(max_depth_));
+    if (static_cast<int>(open_.size()) >= limits_.max_depth) {
+      return fail("nesting deeper than " + std::to_string(limits_.max_depth));
     }
     open_.push_back(place(std::move(container)));
     keys_.emplace_back();
@@ -113,7 +121,7 @@ class StrictBuilder {
     return true;
   }
 
-  const int max_depth_;
+  const JsonLimits limits_;
   Json root_;
   // The containers being filled, outermost first; each lives inside its
   // parent, which is not touched again until it is closed.
@@ -141,8 +149,8 @@ std::optional<double> first_nonfinite(const Json& value) {
 
 }  // namespace
 
-Json parse_json(std::string_view text, int max_depth) {
-  StrictBuilder builder(max_depth);
+Json parse_json(std::string_view text, JsonLimits limits) {
+  StrictBuilder builder(limits);
   if (!Json::sax_parse(text.begin(), text.end(), &builder)) {
     throw EngineError(ErrorCode::kInvalidArgument, builder.error());
   }

@@ -7,6 +7,7 @@
 // All of them throw EngineError(kInvalidArgument).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,14 +24,27 @@ using Json = nlohmann::ordered_json;
 // that neither parsing nor the recursive copy/dump/destroy of the result
 // can exhaust the stack.
 inline constexpr int kMaxJsonDepth = 64;
+// An object with more keys than this is refused by default: no document
+// the product reads needs as many (a safetensors header lists one key per
+// tensor), and each key costs memory and, in Json's objects, a linear
+// search by whoever looks a member up.
+inline constexpr size_t kMaxJsonObjectKeys = size_t{1} << 20;
 
-// Parses exactly one JSON value (surrounding whitespace allowed). Every
-// integer comes back as int64 (`is_number_integer()`, `get<int64_t>()`).
-// Throws EngineError(kInvalidArgument) "JSON parse error ..." naming the
-// byte offset for malformed input and invalid UTF-8, and the offending key
-// or number for a duplicate object key, an integer outside int64 or a
-// number outside double range; "nesting deeper than N" past `max_depth`.
-Json parse_json(std::string_view text, int max_depth = kMaxJsonDepth);
+// What parse_json refuses beyond malformed JSON.
+struct JsonLimits {
+  int max_depth = kMaxJsonDepth;                // nesting of arrays and objects
+  size_t max_object_keys = kMaxJsonObjectKeys;  // keys of any one object
+};
+
+// Parses exactly one JSON value (surrounding whitespace allowed) in time
+// linear in its size. Every integer comes back as int64
+// (`is_number_integer()`, `get<int64_t>()`). Throws
+// EngineError(kInvalidArgument) "JSON parse error ..." naming the byte
+// offset for malformed input and invalid UTF-8, and the offending key or
+// number for a duplicate object key, an integer outside int64 or a number
+// outside double range; "nesting deeper than N" past `limits.max_depth`
+// and "an object with more than N keys" past `limits.max_object_keys`.
+Json parse_json(std::string_view text, JsonLimits limits = {});
 
 // nlohmann's dump (compact for indent < 0; doubles in the shortest text
 // that reads back to the same bits, always with '.' or an exponent), but

@@ -183,9 +183,13 @@ TEST_F(ZeroEquivalence, Bf16MemoryAndCommunicationFollowTheZeroFormulas) {
 // zero.reduce_dtype: fp32 (DeepSpeed's communication_data_type): bf16
 // gradients cross the ranks widened to fp32 and are rounded back to bf16
 // once. The ring sends the same elements, those of the gradient
-// reductions at 4 bytes instead of 2, and without a bf16 rounding per hop
-// the weights end nearer one process's.
-TEST_F(ZeroEquivalence, Bf16GradientsReducedInFp32SendTwiceTheBytesAndEndNearer) {
+// reductions at 4 bytes instead of 2, and the weights stay within bf16's
+// rounding of one process's. Which of the two reductions ends nearer it
+// is not asserted: after a few steps the bf16 compute kernels (AVX2 or
+// AVX-512 BF16) decide that, not the reduction (issue 29); the reduced
+// gradients themselves are checked against the exact sum in
+// tests/unit/zero/gradient_reduction_test.cc.
+TEST_F(ZeroEquivalence, Bf16GradientsReducedInFp32SendTwiceTheBytes) {
   const GptConfig model{2, 2, 32, 16, 256};
   const std::vector<float> reference = train(RunConfig{1, 0, false, false, "bf16"});
   const int ranks = 4;
@@ -203,7 +207,8 @@ TEST_F(ZeroEquivalence, Bf16GradientsReducedInFp32SendTwiceTheBytesAndEndNearer)
         "bf16 N = 4 stage %d vs one process: relative L2 %.3g reduced in bf16, %.3g "
         "in fp32\n",
         stage, bf16_diff.l2, fp32_diff.l2);
-    EXPECT_LT(fp32_diff.l2, bf16_diff.l2) << "stage " << stage;
+    EXPECT_LE(fp32_diff.l2, 2e-3) << "stage " << stage;
+    EXPECT_LE(fp32_diff.max_norm, 1e-2) << "stage " << stage;
     // Stage 0 all-reduces the gradients (2 Psi_p (N-1)/N elements), the
     // others reduce-scatter them (Psi_p (N-1)/N).
     const int64_t gradient_elements = (stage == 0 ? 2 : 1) * psi_p * (ranks - 1) / ranks;

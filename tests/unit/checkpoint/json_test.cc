@@ -1,8 +1,9 @@
 // Why: headers, manifests and summaries are only as trustworthy as the
 // strict JSON reader in front of nlohmann-json, so every value kind must
 // round-trip exactly and every class of input it refuses beyond nlohmann's
-// own (duplicate keys, integers outside int64, nesting, non-finite numbers)
-// must be refused with a message that says what was wrong.
+// own (duplicate keys, integers outside int64, nesting, too many keys,
+// non-finite numbers) must be refused with a message that says what was
+// wrong.
 #include "engine/common/json.h"
 
 #include <bit>
@@ -22,9 +23,9 @@ namespace {
 using ::testing::HasSubstr;
 
 // The message of the EngineError parse_json() throws for `text` ("" if none).
-std::string parse_error(std::string_view text, int max_depth = kMaxJsonDepth) {
+std::string parse_error(std::string_view text, JsonLimits limits = {}) {
   try {
-    parse_json(text, max_depth);
+    parse_json(text, limits);
   } catch (const EngineError& error) {
     EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
     return error.what();
@@ -126,13 +127,42 @@ TEST(JsonTest, NestingDeeperThanTheLimitIsRefused) {
   std::string deep_objects;
   for (int i = 0; i <= limit; ++i) deep_objects += "{\"a\":";
   EXPECT_THAT(parse_error(deep_objects), HasSubstr("nesting deeper than 64"));
-  EXPECT_THAT(parse_error("[[[]]]", 2), HasSubstr("nesting deeper than 2"));
-  EXPECT_EQ(parse_error("[[]]", 2), "");
+  EXPECT_THAT(parse_error("[[[]]]", {.max_depth = 2}), HasSubstr("nesting deeper than 2"));
+  EXPECT_EQ(parse_error("[[]]", {.max_depth = 2}), "");
 }
 
 TEST(JsonTest, DuplicateKeysAreRefused) {
   EXPECT_THAT(parse_error(R"({"a":1,"b":2,"a":3})"), HasSubstr("duplicate key \"a\""));
   EXPECT_EQ(parse_error(R"({"a":{"a":1},"b":[{"a":1},{"a":2}]})"), "");  // other objects
+}
+
+TEST(JsonTest, ObjectsWithMoreKeysThanTheLimitAreRefused) {
+  const JsonLimits two_keys{.max_object_keys = 2};
+  EXPECT_THAT(parse_error(R"({"a":1,"b":2,"c":3})", two_keys),
+              HasSubstr("an object with more than 2 keys"));
+  // Each object counts its own keys; arrays have none.
+  EXPECT_EQ(parse_error(R"({"a":{"x":1,"y":2},"b":[1,2,3,{"z":[]}]})", two_keys), "");
+  EXPECT_THAT(parse_error(R"([{"a":1},{"a":1,"b":2,"c":3}])", two_keys),
+              HasSubstr("an object with more than 2 keys"));
+}
+
+// A flat object of as many keys as a 1 MB summary holds (issue 29) reads
+// back whole and in document order; the duplicate among them is found.
+TEST(JsonTest, AFlatObjectOfManyKeysKeepsEveryKeyInOrder) {
+  const int keys = 95'000;
+  std::string text = "{";
+  for (int i = 0; i < keys; ++i) {
+    text += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  }
+  const Json flat = parse_json(text + "}");
+  ASSERT_EQ(flat.size(), static_cast<size_t>(keys));
+  int expected = 0;
+  for (const auto& [name, value] : flat.items()) {
+    ASSERT_EQ(name, "k" + std::to_string(expected));
+    ASSERT_EQ(value.get<int64_t>(), expected++);
+  }
+  EXPECT_EQ(flat.at("k94999").get<int64_t>(), 94'999);
+  EXPECT_THAT(parse_error(text + ",\"k123\":0}"), HasSubstr("duplicate key \"k123\""));
 }
 
 TEST(JsonFieldsTest, ReadsTypedMembersAndNamesTheMissingOrMistyped) {

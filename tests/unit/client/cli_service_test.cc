@@ -113,6 +113,7 @@ TEST(JobViewTest, JobJsonHasTheDesignKeys) {
 TEST(JobViewTest, SummaryIsNullBeforeTheEndOrWhenUnreadable) {
   EXPECT_TRUE(parse_summary("").is_null());
   EXPECT_TRUE(parse_summary("{not json").is_null());
+  EXPECT_TRUE(parse_summary(R"({"steps":1,"steps":2})").is_null());  // read as parse_json reads
   v1::Job queued = sample_job();
   queued.clear_summary_json();
   EXPECT_TRUE(job_json(queued, true)["summary"].is_null());
