@@ -85,6 +85,7 @@ struct TransitionDetails {
   std::vector<std::string> workers;  // entering RUNNING: the worker id of each rank
   std::string summary_json;          // entering SUCCEEDED or FAILED: the job's summary
   std::string configuration;         // entering RUNNING: what its `auto` keys became
+  bool spends_restart = true;        // RUNNING to QUEUED: counted in restarts
 };
 
 struct JobDatabaseOptions {
@@ -121,7 +122,8 @@ class JobDatabase {
 
   // Moves the job to `to` and records the event, in one transaction. Legal:
   // QUEUED → RUNNING | CANCELLED; RUNNING → SUCCEEDED | FAILED | CANCELLED
-  // | PREEMPTED, or QUEUED again (a restart, counted in restarts);
+  // | PREEMPTED, or QUEUED again (a restart, counted in restarts unless
+  // details.spends_restart is false);
   // PREEMPTED → SUCCEEDED | FAILED | CANCELLED | QUEUED (no restart
   // counted). Entering RUNNING starts a new attempt assigned to
   // `details.workers` with `details.configuration` (kept after it ends),
