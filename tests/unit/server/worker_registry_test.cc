@@ -5,9 +5,12 @@
 // never heartbeated absorbed jobs. These tests hold the bounds.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "client/workers_command.h"
 #include "cluster_fixture.h"
 #include "net/http_get.h"
 
@@ -120,6 +123,20 @@ TEST_F(WorkerRegistryTest, ListWorkersAnswersInPages) {
   v1::ListWorkersResponse page;
   EXPECT_EQ(jobs_->ListWorkers(call_context(kClientToken).get(), request, &page).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// `mixtrain workers` shows every worker, however many pages that takes.
+TEST_F(WorkerRegistryTest, TheCliFollowsEveryPage) {
+  v1::RegisterRequest request;
+  request.set_hostname("many");
+  for (int i = 0; i < 120; ++i) ASSERT_TRUE(register_only(request).ok());
+  absl::StatusOr<cli::CoordinatorClient> client = cli::CoordinatorClient::connect(
+      {.coordinator = "127.0.0.1:" + std::to_string(server_->port()), .token = kClientToken});
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::ostringstream out, err;
+  ASSERT_EQ(cli::run_workers_command(*client, cli::OutputFormat::kJson, out, err), 0) << err.str();
+  EXPECT_EQ(nlohmann::json::parse(out.str()).size(), 120u);
+  EXPECT_EQ(nlohmann::json::parse(out.str()).size(), listed_ids().size());
 }
 
 TEST_F(WorkerRegistryTest, ARegistrationListsAtMost64Gpus) {
