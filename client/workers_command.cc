@@ -11,7 +11,7 @@
 namespace mixtrain::cli {
 namespace {
 
-// "IDLE", "BUSY", "LOST" ("UNSPECIFIED" for a state this CLI does not know).
+// "IDLE", "BUSY", "LOST", "JOINING" ("UNSPECIFIED" for a state this CLI does not know).
 std::string state_name(v1::WorkerState state) {
   const std::string& name = v1::WorkerState_Name(state);  // "WORKER_STATE_IDLE"
   return name.empty() ? "UNSPECIFIED" : name.substr(std::string_view("WORKER_STATE_").size());
@@ -79,9 +79,16 @@ nlohmann::ordered_json worker_json(const v1::Worker& worker) {
 
 int run_workers_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
                         std::ostream& err) {
+  // Every page, in registration order.
   v1::ListWorkersResponse response;
-  const grpc::Status status = client.call(&v1::JobService::Stub::ListWorkers, {}, response);
-  if (!status.ok()) return client.report(status, "", err);
+  v1::ListWorkersRequest request;
+  do {
+    v1::ListWorkersResponse page;
+    const grpc::Status status = client.call(&v1::JobService::Stub::ListWorkers, request, page);
+    if (!status.ok()) return client.report(status, "", err);
+    for (v1::Worker& worker : *page.mutable_workers()) *response.add_workers() = std::move(worker);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
   if (format == OutputFormat::kJson) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const v1::Worker& worker : response.workers()) list.push_back(worker_json(worker));

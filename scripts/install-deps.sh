@@ -41,6 +41,7 @@ build_packages=(
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev
   libsqlite3-dev
+  libssl-dev
   libgloo-dev
   libomp-dev
 )

@@ -10,15 +10,18 @@
 namespace mixtrain::server {
 
 CoordinatorServer::CoordinatorServer(std::unique_ptr<JobDatabase> database,
+                                     std::unique_ptr<WorkerSecrets> secrets,
                                      const CoordinatorOptions& options,
                                      const std::filesystem::path& data_root,
                                      const std::filesystem::path& checkpoint_root)
     : database_(std::move(database)),
+      secrets_(std::move(secrets)),
       metrics_(MIXTRAIN_VERSION),
       watchers_(database_.get()),
-      scheduler_(database_.get(), &rendezvous_, &outbox_, &metrics_,
+      scheduler_(database_.get(), secrets_.get(), &rendezvous_, &outbox_, &metrics_,
                  {options.worker_timeout, checkpoint_root.string(), data_root.string(),
-                  options.stall_timeout, options.preempt_grace, options.first_step_timeout}),
+                  options.stall_timeout, options.preempt_grace, options.first_step_timeout,
+                  options.lost_worker_retention}),
       job_service_(database_.get(), &scheduler_, &watchers_, &metrics_,
                    BearerAuth(options.auth_token), data_root),
       worker_service_(&scheduler_, &outbox_, &rendezvous_, BearerAuth(options.join_token)) {}
@@ -33,6 +36,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
   }
   if (options.worker_timeout.count() <= 0) {
     return absl::InvalidArgumentError("the worker timeout must be positive");
+  }
+  if (options.lost_worker_retention.count() < 0) {
+    return absl::InvalidArgumentError("the lost-worker retention must not be negative");
   }
   std::error_code error;
   const std::filesystem::path data_root = std::filesystem::canonical(
@@ -50,8 +56,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
   }
   absl::StatusOr<std::unique_ptr<JobDatabase>> store = JobDatabase::open(options.db_path);
   if (!store.ok()) return store.status();
-  std::unique_ptr<CoordinatorServer> coordinator(
-      new CoordinatorServer(std::move(*store), options, data_root, checkpoint_root));
+  absl::StatusOr<std::unique_ptr<WorkerSecrets>> secrets = WorkerSecrets::open(options.db_path);
+  if (!secrets.ok()) return secrets.status();
+  std::unique_ptr<CoordinatorServer> coordinator(new CoordinatorServer(
+      std::move(*store), std::move(*secrets), options, data_root, checkpoint_root));
   CoordinatorServer& c = *coordinator;
   c.database_->set_listener(&c.watchers_);
 
@@ -117,17 +125,16 @@ net::HttpResponse CoordinatorServer::metrics_page() {
       counted.ok()) {
     jobs = std::move(*counted);
   }
-  std::map<v1::WorkerState, int> workers;
-  for (const v1::Worker& worker : scheduler_.list_workers()) ++workers[worker.state()];
-  return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(jobs, workers)};
+  return {200, "text/plain; version=0.0.4; charset=utf-8",
+          metrics_.render(jobs, scheduler_.count_workers())};
 }
 
 net::HttpResponse CoordinatorServer::workers_page() {
   nlohmann::json targets = nlohmann::json::array();
-  for (const v1::Worker& worker : scheduler_.list_workers()) {
-    if (worker.state() == v1::WORKER_STATE_LOST || worker.metrics_address().empty()) continue;
-    targets.push_back({{"targets", {worker.metrics_address()}},
-                       {"labels", {{"worker_id", worker.id()}, {"hostname", worker.hostname()}}}});
+  // No worker ids: Prometheus needs only where to scrape, and the ids
+  // (which name a worker in WorkerService calls) are no one's business here.
+  for (const auto& [address, hostname] : scheduler_.scrape_targets()) {
+    targets.push_back({{"targets", {address}}, {"labels", {{"hostname", hostname}}}});
   }
   return {200, "application/json", targets.dump()};
 }

@@ -44,6 +44,8 @@ struct CoordinatorOptions {
   // An attempt whose rank 0 reports no step this long after it started
   // fails with "no progress".
   std::chrono::milliseconds first_step_timeout{1'800'000};
+  // How long a LOST worker stays listed before it is forgotten.
+  std::chrono::milliseconds lost_worker_retention{300'000};
 };
 
 // Largest message accepted from a client or worker, and sent back.
@@ -71,13 +73,14 @@ class CoordinatorServer {
   void shutdown();
 
  private:
-  CoordinatorServer(std::unique_ptr<JobDatabase> database, const CoordinatorOptions& options,
-                    const std::filesystem::path& data_root,
+  CoordinatorServer(std::unique_ptr<JobDatabase> database, std::unique_ptr<WorkerSecrets> secrets,
+                    const CoordinatorOptions& options, const std::filesystem::path& data_root,
                     const std::filesystem::path& checkpoint_root);
   net::HttpResponse metrics_page();
   net::HttpResponse workers_page();
 
   std::unique_ptr<JobDatabase> database_;
+  std::unique_ptr<WorkerSecrets> secrets_;  // in the database's file
   CoordinatorMetrics metrics_;
   RendezvousStore rendezvous_;
   TaskOutbox outbox_;

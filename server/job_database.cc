@@ -385,7 +385,8 @@ absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobSt
   const int32_t attempt = job.attempt + (to == v1::JOB_STATE_RUNNING ? 1 : 0);
   // A failed attempt spends a restart whether it was running or stopping
   // for a preemption; a preempted job that stopped as asked does not.
-  const int32_t restarts = job.restarts + (to == v1::JOB_STATE_QUEUED && details.restart ? 1 : 0);
+  const int32_t restarts =
+      job.restarts + (to == v1::JOB_STATE_QUEUED && details.spends_restart ? 1 : 0);
   ASSIGN_OR_RETURN(update, db_->prepare("UPDATE jobs SET state = ?1, attempt = ?2, message = ?3, "
                                         "updated_ms = ?4, restarts = ?5, summary_json = "
                                         "CASE WHEN ?6 = '' THEN summary_json ELSE ?6 END, "

@@ -85,7 +85,7 @@ struct TransitionDetails {
   std::vector<std::string> workers;  // entering RUNNING: the worker id of each rank
   std::string summary_json;          // entering SUCCEEDED or FAILED: the job's summary
   std::string configuration;         // entering RUNNING: what its `auto` keys became
-  bool restart = false;              // entering QUEUED after a failed attempt: spends a restart
+  bool spends_restart = false;       // entering QUEUED after a failed attempt: counts a restart
 };
 
 struct JobDatabaseOptions {
@@ -122,10 +122,11 @@ class JobDatabase {
 
   // Moves the job to `to` and records the event, in one transaction. Legal:
   // QUEUED → RUNNING | CANCELLED; RUNNING → SUCCEEDED | FAILED | CANCELLED
-  // | PREEMPTED, or QUEUED again (a restart, counted in restarts);
-  // PREEMPTED → SUCCEEDED | FAILED | CANCELLED | QUEUED (no restart
-  // counted). Entering RUNNING starts a new attempt assigned to
-  // `details.workers` with `details.configuration` (kept after it ends),
+  // | PREEMPTED, or QUEUED again; PREEMPTED → SUCCEEDED | FAILED |
+  // CANCELLED | QUEUED. Entering QUEUED counts a restart when
+  // details.spends_restart says so (a failed attempt, whether it was
+  // running or stopping for a preemption). Entering RUNNING starts a new
+  // attempt assigned to `details.workers` with `details.configuration` (kept after it ends),
   // leaving RUNNING or PREEMPTED for another state ends that attempt; a non-empty
   // `details.summary_json` is stored as the job's summary. FAILED_PRECONDITION for any other move,
   // NOT_FOUND for an unknown id; nothing changes then.

@@ -1,6 +1,8 @@
 // Why: see job_service.h.
 #include "server/job_service.h"
 
+#include <absl/strings/numbers.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -158,9 +160,30 @@ grpc::ServerUnaryReactor* JobServiceImpl::ListWorkers(grpc::CallbackServerContex
                                                       const v1::ListWorkersRequest* request,
                                                       v1::ListWorkersResponse* response) {
   return finish_unary(context, auth_, *request, [&] {
-    for (v1::Worker& worker : scheduler_->list_workers()) {
+    if (request->page_size() < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "page_size " + std::to_string(request->page_size()) + " is negative");
+    }
+    // A worker is at most about 24 KiB (64 GPUs with 256-byte names, 1 KiB
+    // strings), so a page stays below a client's default 4 MiB limit.
+    constexpr size_t kDefaultWorkersPage = 50;
+    constexpr size_t kMaxWorkersPage = 100;
+    // The token is the registration seq of the page's first worker.
+    uint64_t from_seq = 0;
+    if (!request->page_token().empty() &&
+        (!absl::SimpleAtoi(request->page_token(), &from_seq) || from_seq == 0)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "page_token '" + request->page_token() +
+                              "' is not a next_page_token this coordinator gave");
+    }
+    const size_t size = request->page_size() == 0
+                            ? kDefaultWorkersPage
+                            : std::min<size_t>(size_t(request->page_size()), kMaxWorkersPage);
+    uint64_t next_seq = 0;
+    for (v1::Worker& worker : scheduler_->list_workers(from_seq, size, next_seq)) {
       *response->add_workers() = std::move(worker);
     }
+    if (next_seq != 0) response->set_next_page_token(std::to_string(next_seq));
     return grpc::Status::OK;
   });
 }

@@ -9,7 +9,12 @@ std::string default_listen(bool client_token, bool join_token) {
   return client_token && join_token ? "0.0.0.0:50051" : "127.0.0.1:50051";
 }
 
-absl::StatusOr<std::string> check_listen_security(const std::string& listen, bool client_token,
+std::string default_http_listen(bool client_token, bool join_token) {
+  return client_token && join_token ? "0.0.0.0:9400" : "127.0.0.1:9400";
+}
+
+absl::StatusOr<std::string> check_listen_security(const std::string& listen,
+                                                  const std::string& http_listen, bool client_token,
                                                   bool join_token, bool insecure) {
   if (client_token && join_token) return std::string();
   std::string missing, open;
@@ -34,8 +39,10 @@ absl::StatusOr<std::string> check_listen_security(const std::string& listen, boo
         "--insecure to serve unauthenticated anyway");
   }
   return "WARNING: no " + missing + ": " +
-         (loopback ? "every local user and process" : "anyone who can reach " + listen) +
-         " can " + open + " without a token" + (loopback ? "" : " (--insecure)");
+         (loopback ? "every local user and process" : "anyone who can reach " + listen) + " can " +
+         open + " without a token" + (loopback ? "" : " (--insecure)") +
+         "; /metrics and /sd/workers (never authenticated) are served on " + http_listen +
+         " (loopback unless --http says otherwise)";
 }
 
 }  // namespace mixtrain::server

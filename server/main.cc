@@ -62,9 +62,10 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", insecure,
                "serve on a non-loopback --listen address even though a token file is missing: "
                "anyone who reaches it may then call the service(s) without a token");
-  app.add_option("--http", options.http_listen,
-                 "HTTP address for /metrics and /sd/workers, HOST:PORT (port 0: pick one)")
-      ->capture_default_str();
+  auto* http = app.add_option("--http", options.http_listen,
+                              "HTTP address for /metrics and /sd/workers, HOST:PORT (port 0: "
+                              "pick one); default 0.0.0.0:9400 with both token files, else "
+                              "127.0.0.1:9400");
   app.add_option("--db", options.db_path, "SQLite database file (created if missing)")
       ->capture_default_str();
   app.add_option("--auth-token-file", token_file, "file holding the clients' bearer token")
@@ -115,6 +116,13 @@ int main(int argc, char** argv) {
                  "checkpoint)")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  double lost_worker_retention_seconds = 300;
+  app.add_option("--lost-worker-retention-seconds", lost_worker_retention_seconds,
+                 "a lost worker stays listed (in `mixtrain workers` and "
+                 "mixtrain_workers{state=\"lost\"}) this long after its timeout, then is "
+                 "forgotten; it registers anew under a new id")
+      ->check(CLI::Range(0.0, 86400.0 * 30))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -128,6 +136,8 @@ int main(int argc, char** argv) {
       std::chrono::milliseconds(static_cast<int64_t>(preempt_grace_seconds * 1000));
   options.first_step_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(first_step_timeout_seconds * 1000));
+  options.lost_worker_retention =
+      std::chrono::milliseconds(static_cast<int64_t>(lost_worker_retention_seconds * 1000));
   for (auto [file, token] : {std::pair{&token_file, &options.auth_token},
                              std::pair{&join_token_file, &options.join_token}}) {
     if (file->empty()) continue;
@@ -146,8 +156,13 @@ int main(int argc, char** argv) {
     options.listen = mixtrain::server::default_listen(!options.auth_token.empty(),
                                                       !options.join_token.empty());
   }
+  if (http->count() == 0) {
+    options.http_listen = mixtrain::server::default_http_listen(!options.auth_token.empty(),
+                                                                !options.join_token.empty());
+  }
   const absl::StatusOr<std::string> warning = mixtrain::server::check_listen_security(
-      options.listen, !options.auth_token.empty(), !options.join_token.empty(), insecure);
+      options.listen, options.http_listen, !options.auth_token.empty(), !options.join_token.empty(),
+      insecure);
   if (!warning.ok()) {
     std::cerr << "mixtrain-coordinator: " << warning.status().message() << "\n";
     return 2;

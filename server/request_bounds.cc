@@ -27,6 +27,7 @@ const std::map<std::string, size_t>& string_bounds() {
       {"mixtrain.v1.ReportProgressRequest.message", 64 << 10},
       {"mixtrain.v1.ReportLogRequest.lines", 64 << 10},  // the agent splits at 16 KiB
       {"mixtrain.v1.StoreSetRequest.value", 1 << 20},    // Gloo's address table grows with ranks
+      {"mixtrain.v1.CudaDevice.name", 256},  // "NVIDIA H100 80GB HBM3": every worker lists it
   };
   return bounds;
 }

@@ -77,9 +77,10 @@ std::string rendezvous_scope(const std::string& job_id, int32_t attempt) {
   return job_id + "/" + std::to_string(attempt);
 }
 
-Scheduler::Scheduler(JobDatabase* database, RendezvousStore* rendezvous, TaskOutbox* outbox,
-                     CoordinatorMetrics* metrics, SchedulerOptions options)
+Scheduler::Scheduler(JobDatabase* database, WorkerSecrets* secrets, RendezvousStore* rendezvous,
+                     TaskOutbox* outbox, CoordinatorMetrics* metrics, SchedulerOptions options)
     : database_(database),
+      secrets_(secrets),
       rendezvous_(rendezvous),
       outbox_(outbox),
       metrics_(metrics),
@@ -155,6 +156,11 @@ void Scheduler::tick_locked() {
       task_vanished_locked(*worker, "was lost (no heartbeat for " +
                                         std::to_string(options_.worker_timeout.count()) + " ms)");
     }
+  }
+  for (const std::string& id : workers_.lost_ids(now - options_.worker_timeout.count() -
+                                                 options_.lost_worker_retention.count())) {
+    forget_worker_locked(id);
+    dirty_ = true;
   }
   std::vector<std::pair<std::string, std::string>> to_fail;  // job id, cause
   for (auto& [job_id, attempt] : running_) {
@@ -454,10 +460,11 @@ void Scheduler::end_attempt_locked(const std::string& job_id, const std::string&
   running_.erase(job_id);
 }
 
-void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string& cause) {
+void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string& cause,
+                                    bool spends_restart) {
   const auto it = running_.find(job_id);
   if (it == running_.end() || it->second.ending) return;  // the first cause counts
-  it->second.ending = Ending{.succeeded = false, .cause = cause};
+  it->second.ending = Ending{.succeeded = false, .spends_restart = spends_restart, .cause = cause};
   // The other ranks stay busy until they report their end (or time out),
   // so the next attempt cannot be handed to a worker still stopping one.
   stop_ranks_locked(job_id, "another rank failed: " + cause, /*free_workers_now=*/false);
@@ -486,10 +493,18 @@ absl::Status Scheduler::record_ending_locked(const std::string& job_id, const At
         ->transition(job_id, v1::JOB_STATE_QUEUED, attempt.preempted_for + "; " + ending.cause)
         .status();
   }
-  const absl::StatusOr<JobRecord> job = database_->get_job(job_id);
-  if (!job.ok()) return job.status();
   const std::string failed =
       "attempt " + std::to_string(attempt.attempt) + " failed: " + ending.cause;
+  if (!ending.spends_restart) {
+    const absl::Status requeued = database_
+                                      ->transition(job_id, v1::JOB_STATE_QUEUED,
+                                                   failed + "; requeued without spending a restart")
+                                      .status();
+    if (requeued.ok()) last_failure_[job_id] = failed;
+    return requeued;
+  }
+  const absl::StatusOr<JobRecord> job = database_->get_job(job_id);
+  if (!job.ok()) return job.status();
   if (job->restarts >= attempt.max_restarts) {
     return database_
         ->transition(job_id, v1::JOB_STATE_FAILED,
@@ -502,7 +517,7 @@ absl::Status Scheduler::record_ending_locked(const std::string& job_id, const At
           ->transition(job_id, v1::JOB_STATE_QUEUED,
                        failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
                            std::to_string(attempt.max_restarts),
-                       TransitionDetails{.restart = true})
+                       TransitionDetails{.spends_restart = true})
           .status();
   if (requeued.ok()) {
     metrics_->job_restarted();
@@ -550,30 +565,61 @@ void Scheduler::task_vanished_locked(WorkerEntry& worker, const std::string& how
     dirty_ = true;
     return;
   }
-  fail_attempt_locked(task.job_id(), describe_rank(task.rank(), worker.worker.id()) + " " + how);
+  const bool started = worker.slot.acknowledged();
+  fail_attempt_locked(task.job_id(),
+                      describe_rank(task.rank(), worker.worker.id()) + " " + how +
+                          (started ? "" : " before it started its task"),
+                      started);
   WorkerRegistry::release(worker);
+}
+
+void Scheduler::forget_worker_locked(const std::string& worker_id) {
+  workers_.remove(worker_id);
+  outbox_->clear(worker_id);
+  if (const absl::Status forgotten = secrets_->forget(worker_id); !forgotten.ok()) {
+    std::cerr << "mixtrain-coordinator: cannot forget the secret of worker " << worker_id << ": "
+              << forgotten << std::endl;
+  }
+}
+
+void Scheduler::promote_locked(WorkerEntry& worker) {
+  if (worker.worker.state() != v1::WORKER_STATE_JOINING) return;
+  worker.worker.set_state(WorkerRegistry::free_state(worker));
+  dirty_ = true;
 }
 
 absl::StatusOr<v1::RegisterResponse> Scheduler::register_worker(
     const v1::RegisterRequest& request) {
   absl::MutexLock lock(&mu_);
-  const std::string id =
-      request.previous_worker_id().empty() ? random_id("w-", 12) : request.previous_worker_id();
-  if (const WorkerEntry* known = workers_.find(id);
-      known != nullptr && known->secret != request.previous_worker_secret()) {
-    return absl::PermissionDeniedError("worker id '" + id +
-                                       "' is registered with other credentials");
+  std::string id = request.previous_worker_id();
+  std::string secret = request.previous_worker_secret();
+  const absl::Status other_credentials =
+      absl::PermissionDeniedError("worker id '" + id + "' is registered with other credentials");
+  if (const WorkerEntry* known = workers_.find(id); known != nullptr) {
+    if (known->secret != secret) return other_credentials;
+  } else if (!id.empty()) {
+    // A restarted coordinator checks the secret against the stored hash.
+    const absl::StatusOr<SecretMatch> match = secrets_->check(id, secret);
+    if (!match.ok()) return match.status();
+    if (*match == SecretMatch::kDiffers) return other_credentials;
+    if (*match == SecretMatch::kUnknownWorker) id.clear();  // never ours, or forgotten
+  }
+  if (id.empty()) {
+    id = random_id("w-", 12);
+    secret = random_id("", 16) + random_id("", 16);  // 128 random bits
+    if (absl::Status saved = secrets_->save(id, secret); !saved.ok()) return saved;
+    // The same agent restarted (the same container, under compose).
+    for (const std::string& lost :
+         workers_.lost_ids(0, request.hostname(), request.metrics_address())) {
+      forget_worker_locked(lost);
+    }
   }
   WorkerEntry& worker = workers_.upsert(id, request, now_unix_ms());
-  // A restarted coordinator knows no secrets: it keeps the one presented.
-  if (worker.secret.empty()) {
-    worker.secret = request.previous_worker_secret().empty()
-                        ? random_id("", 16) + random_id("", 16)  // 128 random bits
-                        : request.previous_worker_secret();
-  }
+  worker.secret = secret;
   const bool was_lost = worker.worker.state() == v1::WORKER_STATE_LOST;
   if (was_lost) WorkerRegistry::release(worker);
-  worker.worker.set_state(worker.worker.has_task() ? v1::WORKER_STATE_BUSY : v1::WORKER_STATE_IDLE);
+  worker.worker.set_state(worker.worker.has_task() ? v1::WORKER_STATE_BUSY
+                                                   : WorkerRegistry::free_state(worker));
   outbox_->acknowledge(id, {request.running().begin(), request.running().end()});
   bool kept = !worker.worker.has_task();
   std::vector<v1::RunningTask> stale;
@@ -620,6 +666,8 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::heartbeat(const v1::HeartbeatRe
     return response;
   }
   worker->worker.set_last_heartbeat_unix_ms(now_unix_ms());
+  worker->heartbeat_seen = true;
+  promote_locked(*worker);
   outbox_->acknowledge(worker->worker.id(), {request.running().begin(), request.running().end()});
   std::set<std::pair<std::string, int32_t>> listed;
   bool lists_own_task = false;
@@ -658,9 +706,23 @@ absl::StatusOr<WorkerEntry*> Scheduler::authenticate_locked(const std::string& w
   return worker;
 }
 
-absl::Status Scheduler::check_worker(const std::string& worker_id, const std::string& secret) {
+absl::Status Scheduler::open_task_stream(const std::string& worker_id, const std::string& secret) {
   absl::MutexLock lock(&mu_);
-  return authenticate_locked(worker_id, secret).status();
+  const absl::StatusOr<WorkerEntry*> worker = authenticate_locked(worker_id, secret);
+  if (!worker.ok()) return worker.status();
+  (*worker)->stream_opened = true;
+  promote_locked(**worker);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::deregister_worker(const std::string& worker_id, const std::string& secret) {
+  absl::MutexLock lock(&mu_);
+  const absl::StatusOr<WorkerEntry*> worker = authenticate_locked(worker_id, secret);
+  if (!worker.ok()) return worker.status();
+  if ((*worker)->worker.has_task()) task_vanished_locked(**worker, "left (deregistered)");
+  forget_worker_locked(worker_id);
+  dirty_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status Scheduler::check_store_access(const std::string& worker_id, const std::string& secret,
@@ -804,6 +866,34 @@ std::vector<v1::Worker> Scheduler::list_workers() {
   std::vector<v1::Worker> workers;
   for (WorkerEntry* worker : workers_.all()) workers.push_back(worker->worker);
   return workers;
+}
+
+std::vector<v1::Worker> Scheduler::list_workers(uint64_t from_seq, size_t size,
+                                                uint64_t& next_seq) {
+  absl::MutexLock lock(&mu_);
+  const WorkerPage page = workers_.page(from_seq, size);
+  next_seq = page.next_seq;
+  std::vector<v1::Worker> workers;
+  for (const WorkerEntry* worker : page.entries) workers.push_back(worker->worker);
+  return workers;
+}
+
+std::map<v1::WorkerState, int> Scheduler::count_workers() {
+  absl::MutexLock lock(&mu_);
+  std::map<v1::WorkerState, int> counts;
+  for (const WorkerEntry* worker : workers_.all()) ++counts[worker->worker.state()];
+  return counts;
+}
+
+std::vector<std::pair<std::string, std::string>> Scheduler::scrape_targets() {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<std::string, std::string>> targets;
+  for (const WorkerEntry* worker : workers_.all()) {
+    const v1::Worker& info = worker->worker;
+    if (info.state() == v1::WORKER_STATE_LOST || info.metrics_address().empty()) continue;
+    targets.emplace_back(info.metrics_address(), info.hostname());
+  }
+  return targets;
 }
 
 }  // namespace mixtrain::server

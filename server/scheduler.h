@@ -28,6 +28,7 @@
 #include "server/summary_merge.h"
 #include "server/task_outbox.h"
 #include "server/worker_registry.h"
+#include "server/worker_secrets.h"
 
 namespace mixtrain::server {
 
@@ -48,14 +49,17 @@ struct SchedulerOptions {
   // the stall timeout needs a measured step time, which a rank frozen
   // before its first step never gives.
   std::chrono::milliseconds first_step_timeout{1'800'000};
+  // How long a LOST worker stays listed (after its timeout) before it is
+  // forgotten, credentials included.
+  std::chrono::milliseconds lost_worker_retention{300'000};
 };
 
 // Thread safe.
 class Scheduler {
  public:
   // Every pointer must outlive the scheduler.
-  Scheduler(JobDatabase* database, RendezvousStore* rendezvous, TaskOutbox* outbox,
-            CoordinatorMetrics* metrics, SchedulerOptions options);
+  Scheduler(JobDatabase* database, WorkerSecrets* secrets, RendezvousStore* rendezvous,
+            TaskOutbox* outbox, CoordinatorMetrics* metrics, SchedulerOptions options);
   ~Scheduler() { stop(); }
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -72,10 +76,14 @@ class Scheduler {
   // How often workers should heartbeat: a fifth of the timeout, >= 200 ms.
   int heartbeat_interval_ms() const;
 
-  // Registers a worker, keeping `previous_worker_id` when given, and takes
-  // over the tasks it reports running that belong to a running attempt
-  // (others are cancelled, and the worker drains them). PERMISSION_DENIED
-  // when the id is known under another secret than previous_worker_secret.
+  // Registers a worker, keeping `previous_worker_id` when it is known
+  // (here or, after a restart, in the secrets store) and giving a new id
+  // otherwise, and takes over the tasks it reports running that belong to
+  // a running attempt (others are cancelled, and the worker drains them).
+  // PERMISSION_DENIED when the id is known under another secret than
+  // previous_worker_secret. A new worker replaces the LOST entries of the
+  // same hostname and metrics address (the same agent, restarted). It is
+  // JOINING until it heartbeats and opens its task stream.
   absl::StatusOr<v1::RegisterResponse> register_worker(const v1::RegisterRequest& request);
 
   // Each call below names a worker and presents `secret`: NOT_FOUND for an
@@ -91,8 +99,11 @@ class Scheduler {
       const v1::ReportProgressRequest& request, const std::string& secret, ReportedSummary summary);
   // Appends to the job's log, for the task the worker holds (else ignored).
   absl::Status report_log(const v1::ReportLogRequest& request, const std::string& secret);
-  // OK for a registered worker.
-  absl::Status check_worker(const std::string& worker_id, const std::string& secret);
+  // OK for a registered worker, which is about to read its task stream.
+  absl::Status open_task_stream(const std::string& worker_id, const std::string& secret);
+  // The worker leaves: forgets it and its secret; a rank it still held
+  // vanished (its attempt fails).
+  absl::Status deregister_worker(const std::string& worker_id, const std::string& secret);
   // OK when the worker holds a rank of the running attempt whose
   // rendezvous scope is `scope`; else PERMISSION_DENIED.
   absl::Status check_store_access(const std::string& worker_id, const std::string& secret,
@@ -103,6 +114,14 @@ class Scheduler {
   absl::StatusOr<JobRecord> cancel_job(const std::string& job_id);
   // Every worker, in registration order.
   std::vector<v1::Worker> list_workers();
+  // At most `size` workers in registration order from seq `from_seq` on;
+  // `next_seq` is where the next page starts (0: none).
+  std::vector<v1::Worker> list_workers(uint64_t from_seq, size_t size, uint64_t& next_seq);
+  // How many workers are in each state (states without any absent).
+  std::map<v1::WorkerState, int> count_workers();
+  // The metrics address and hostname of each worker that is not LOST and
+  // has a metrics address: what Prometheus scrapes.
+  std::vector<std::pair<std::string, std::string>> scrape_targets();
 
  private:
   struct Rank {
@@ -115,6 +134,7 @@ class Scheduler {
   struct Ending {
     bool succeeded = false;
     bool preempted = false;    // stopped for a higher-priority job: requeued, no restart spent
+    bool spends_restart = true;  // false: a rank never started; requeued, no restart spent
     std::string cause;         // of a failure, or how a preemption ended
     std::string summary_json;  // of a success
     bool reported = false;     // a failed commit was logged
@@ -142,6 +162,10 @@ class Scheduler {
   absl::StatusOr<WorkerEntry*> authenticate_locked(const std::string& worker_id,
                                                    const std::string& secret)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the worker `worker_id`: its entry, queued commands and secret.
+  void forget_worker_locked(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A JOINING worker that has heartbeated and opened its stream becomes IDLE.
+  void promote_locked(WorkerEntry& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool should_wake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return dirty_ || stopping_; }
   void tick_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void schedule_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -156,9 +180,10 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the running attempt of `job_id` as failed because of `cause`
   // (unless its end was decided before): cancels its other ranks, then
-  // requeues or fails the job.
-  void fail_attempt_locked(const std::string& job_id, const std::string& cause)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // requeues or fails the job; without `spends_restart` (a rank never
+  // started) it is requeued and no restart is counted.
+  void fail_attempt_locked(const std::string& job_id, const std::string& cause,
+                           bool spends_restart = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void succeed_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves `job_id` to PREEMPTED for `waiting` (a job id and its priority)
   // and asks its ranks to checkpoint and stop.
@@ -195,8 +220,9 @@ class Scheduler {
   // The attempt running `task` on `worker_id`, or nullptr.
   Attempt* attempt_of_locked(const v1::RunningTask& task, const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A rank that stopped without an outcome (`how`): fails its attempt, or
-  // just frees the worker when the job no longer runs.
+  // A rank that stopped without an outcome (`how`): fails its attempt
+  // (spending a restart only when the worker had acknowledged the task),
+  // or just frees the worker when the job no longer runs.
   void task_vanished_locked(WorkerEntry& worker, const std::string& how)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `worker` still runs `task`, of no running attempt, and was told to stop
@@ -209,6 +235,7 @@ class Scheduler {
                           const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   JobDatabase* const database_;
+  WorkerSecrets* const secrets_;
   RendezvousStore* const rendezvous_;
   TaskOutbox* const outbox_;
   CoordinatorMetrics* const metrics_;

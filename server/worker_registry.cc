@@ -10,10 +10,13 @@ WorkerEntry& WorkerRegistry::upsert(const std::string& id, const v1::RegisterReq
   auto [it, added] = workers_.try_emplace(id);
   WorkerEntry& entry = it->second;
   if (added) {
-    order_.push_back(id);
+    entry.seq = next_seq_++;
+    order_[entry.seq] = id;
     entry.worker.set_id(id);
-    entry.worker.set_state(v1::WORKER_STATE_IDLE);
+    entry.worker.set_state(v1::WORKER_STATE_JOINING);
   }
+  entry.heartbeat_seen = false;
+  entry.stream_opened = false;
   entry.worker.set_hostname(request.hostname());
   entry.worker.set_metrics_address(request.metrics_address());
   entry.worker.set_data_address(request.data_address());
@@ -30,8 +33,40 @@ WorkerEntry* WorkerRegistry::find(const std::string& id) {
 
 std::vector<WorkerEntry*> WorkerRegistry::all() {
   std::vector<WorkerEntry*> entries;
-  for (const std::string& id : order_) entries.push_back(&workers_.at(id));
+  for (const auto& [seq, id] : order_) entries.push_back(&workers_.at(id));
   return entries;
+}
+
+WorkerPage WorkerRegistry::page(uint64_t from_seq, size_t size) const {
+  WorkerPage page;
+  for (auto it = order_.lower_bound(from_seq); it != order_.end(); ++it) {
+    if (page.entries.size() == size) {
+      page.next_seq = it->first;
+      break;
+    }
+    page.entries.push_back(&workers_.at(it->second));
+  }
+  return page;
+}
+
+void WorkerRegistry::remove(const std::string& id) {
+  const auto it = workers_.find(id);
+  if (it == workers_.end()) return;
+  order_.erase(it->second.seq);
+  workers_.erase(it);
+}
+
+std::vector<std::string> WorkerRegistry::lost_ids(int64_t before_ms, const std::string& hostname,
+                                                  const std::string& metrics_address) const {
+  std::vector<std::string> ids;
+  for (const auto& [id, entry] : workers_) {
+    const v1::Worker& info = entry.worker;
+    if (info.state() != v1::WORKER_STATE_LOST) continue;
+    const bool same_place = !metrics_address.empty() && info.hostname() == hostname &&
+                            info.metrics_address() == metrics_address;
+    if (info.last_heartbeat_unix_ms() < before_ms || same_place) ids.push_back(id);
+  }
+  return ids;
 }
 
 namespace {
@@ -85,9 +120,14 @@ void WorkerRegistry::stop(WorkerEntry& entry, int64_t deadline_ms) {
 
 void WorkerRegistry::release(WorkerEntry& entry) {
   move_slot(entry, SlotEvent::kRelease);
-  if (entry.worker.state() != v1::WORKER_STATE_LOST) entry.worker.set_state(v1::WORKER_STATE_IDLE);
+  if (entry.worker.state() != v1::WORKER_STATE_LOST) entry.worker.set_state(free_state(entry));
   entry.worker.clear_task();
   entry.slot.stop_deadline_ms = 0;
+}
+
+v1::WorkerState WorkerRegistry::free_state(const WorkerEntry& entry) {
+  return entry.heartbeat_seen && entry.stream_opened ? v1::WORKER_STATE_IDLE
+                                                     : v1::WORKER_STATE_JOINING;
 }
 
 bool backend_matches(config::BackendChoice choice, v1::Backend backend) {

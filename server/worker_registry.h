@@ -1,8 +1,10 @@
 // Why: the scheduler needs to know which workers exist, what they can run
-// (backend), whether they are idle, busy with a rank or lost, and when each
-// was last heard from. The registry keeps that in registration order; it is
-// plain data under the scheduler's lock, so one lock covers a decision that
-// reads workers and attempts together.
+// (backend), whether they are joining, idle, busy with a rank or lost, and
+// when each was last heard from. The registry keeps that in registration
+// order; it is plain data under the scheduler's lock, so one lock covers a
+// decision that reads workers and attempts together. Lost workers leave it
+// after a bound (issue 29: it once grew forever), and it is read a page at
+// a time.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,18 @@ struct WorkerEntry {
   // heartbeat sent before that report may still list it, and must not make
   // the worker hold it again.
   std::pair<std::string, int32_t> final_reported;
+  // Since its latest registration: it heartbeated, and it opened its task
+  // stream. JOINING until both (a registration that does neither must not
+  // be handed tasks), IDLE once free after that.
+  bool heartbeat_seen = false;
+  bool stream_opened = false;
+  uint64_t seq = 0;  // its place in registration order
+};
+
+// One page of workers, and the seq the next page starts at (0: the last page).
+struct WorkerPage {
+  std::vector<const WorkerEntry*> entries;
+  uint64_t next_seq = 0;
 };
 
 // Not thread safe: the scheduler's lock guards it.
@@ -43,6 +57,15 @@ class WorkerRegistry {
 
   // Every worker, in registration order.
   std::vector<WorkerEntry*> all();
+  // At most `size` workers in registration order, from the first whose
+  // seq is `from_seq` or later.
+  WorkerPage page(uint64_t from_seq, size_t size) const;
+  // Forgets the worker `id` (nothing for an unknown one).
+  void remove(const std::string& id);
+  // The ids of the LOST workers last heard from before `before_ms`, or
+  // registered from `hostname` with `metrics_address` (when not empty).
+  std::vector<std::string> lost_ids(int64_t before_ms, const std::string& hostname = "",
+                                    const std::string& metrics_address = "") const;
 
   // Liveness, on the scheduler's tick at `now_ms`: marks LOST every worker
   // not heard from for more than `timeout_ms` and returns those (their task
@@ -59,12 +82,16 @@ class WorkerRegistry {
   static void acknowledge(WorkerEntry& entry);
   // Its task is to stop; the worker is freed at `deadline_ms` at the latest.
   static void stop(WorkerEntry& entry, int64_t deadline_ms);
-  // Makes `entry` IDLE (unless LOST) without a task.
+  // Makes `entry` IDLE (unless LOST, or JOINING until it heartbeated and
+  // opened its task stream) without a task.
   static void release(WorkerEntry& entry);
+  // The state of a worker without a task that is not lost: IDLE or JOINING.
+  static v1::WorkerState free_state(const WorkerEntry& entry);
 
  private:
   std::map<std::string, WorkerEntry> workers_;
-  std::vector<std::string> order_;  // ids in registration order
+  std::map<uint64_t, std::string> order_;  // ids by seq: registration order
+  uint64_t next_seq_ = 1;
 };
 
 // True when a worker training with `backend` may run a job asking for `choice`.

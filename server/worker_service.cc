@@ -78,6 +78,13 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContex
                                                       v1::RegisterResponse* response) {
   return finish_unary(context, auth_, *request, [&] {
     v1::RegisterRequest checked = *request;
+    if (checked.resources().cuda_devices_size() > kMaxDevicesPerWorker) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "resources.cuda_devices lists " +
+                              std::to_string(checked.resources().cuda_devices_size()) +
+                              " GPUs; a worker may register at most " +
+                              std::to_string(kMaxDevicesPerWorker));
+    }
     if (grpc::Status status = check_addresses(context->peer(), checked); !status.ok()) {
       return status;
     }
@@ -89,7 +96,7 @@ grpc::ServerWriteReactor<v1::TaskCommand>* WorkerServiceImpl::Tasks(
     grpc::CallbackServerContext* context, const v1::TasksRequest* request) {
   grpc::Status status = admit(*context, auth_, *request);
   if (status.ok()) {
-    status = to_grpc(scheduler_->check_worker(request->worker_id(), worker_secret(*context)));
+    status = to_grpc(scheduler_->open_task_stream(request->worker_id(), worker_secret(*context)));
   }
   if (!status.ok()) return new RefusedWriter<v1::TaskCommand>(status);
   return outbox_->open(request->worker_id());
@@ -100,6 +107,14 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(grpc::CallbackServerConte
                                                        v1::HeartbeatResponse* response) {
   return finish_unary(context, auth_, *request, [&] {
     return answer_with(scheduler_->heartbeat(*request, worker_secret(*context)), response);
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Deregister(grpc::CallbackServerContext* context,
+                                                        const v1::DeregisterRequest* request,
+                                                        v1::DeregisterResponse*) {
+  return finish_unary(context, auth_, *request, [&] {
+    return to_grpc(scheduler_->deregister_worker(request->worker_id(), worker_secret(*context)));
   });
 }
 

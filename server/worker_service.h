@@ -17,6 +17,8 @@ namespace mixtrain::server {
 
 // Longest Store wait honoured; longer timeouts are cut to this.
 inline constexpr std::chrono::hours kMaxStoreWait{24};
+// Most GPUs a worker may register: a real host has at most a few dozen.
+inline constexpr int kMaxDevicesPerWorker = 64;
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
@@ -30,7 +32,8 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
 
   // A worker id (previous_worker_id when given) and the heartbeat interval;
   // INVALID_ARGUMENT for a data or metrics address that resolves to
-  // loopback while the worker calls from another host.
+  // loopback while the worker calls from another host, or for more than
+  // kMaxDevicesPerWorker GPUs.
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
                                      const v1::RegisterRequest* request,
                                      v1::RegisterResponse* response) override;
@@ -41,6 +44,11 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
                                       const v1::HeartbeatRequest* request,
                                       v1::HeartbeatResponse* response) override;
+  // OK once the worker is forgotten; NOT_FOUND / PERMISSION_DENIED as
+  // every call naming a worker.
+  grpc::ServerUnaryReactor* Deregister(grpc::CallbackServerContext* context,
+                                       const v1::DeregisterRequest* request,
+                                       v1::DeregisterResponse* response) override;
   grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
                                            const v1::ReportProgressRequest* request,
                                            v1::ReportProgressResponse* response) override;

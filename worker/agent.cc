@@ -21,6 +21,7 @@ constexpr std::chrono::hours kStreamTimeout{24};
 // A stream that stayed up this long was a success: the next reconnect starts fast.
 constexpr std::chrono::seconds kHealthyStream{10};
 constexpr std::chrono::seconds kFinalReportTimeout{10};
+constexpr std::chrono::seconds kDeregisterTimeout{2};
 // A heartbeat refused at its connection ("Connection refused") proves no
 // coordinator listened there when the channel last tried to connect, at
 // most its 2 s reconnect backoff (plus jitter) before the call was sent. A
@@ -265,7 +266,8 @@ absl::Status Agent::run() {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
       if (need_register_) continue;  // request_reregister ended the stream
-      if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      if (status.error_code() == grpc::StatusCode::NOT_FOUND ||
+          status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
         need_register_ = true;
         continue;
       }
@@ -292,7 +294,25 @@ absl::Status Agent::run() {
   runner.reset();  // cancels a running task and waits for its final event
   if (!reporter_.flush(kFinalReportTimeout))
     say("mixtrain-worker: stopping with reports the coordinator did not take");
+  deregister();
   return refused;
+}
+
+void Agent::deregister() {
+  v1::DeregisterRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    if (need_register_ || worker_id_.empty()) return;
+    request.set_worker_id(worker_id_);
+  }
+  grpc::ClientContext context;
+  connection_->prepare(context, kDeregisterTimeout);
+  v1::DeregisterResponse response;
+  const grpc::Status status = connection_->stub().Deregister(&context, request, &response);
+  say("mixtrain-worker: " +
+      (status.ok() ? "deregistered " + request.worker_id()
+                   : "could not deregister " + request.worker_id() + ": " + status.error_message() +
+                         "; the coordinator counts it lost"));
 }
 
 grpc::Status Agent::serve_tasks(const std::string& worker_id) {
@@ -462,8 +482,10 @@ void Agent::heartbeat_loop() {
       failing_since.reset();
     }
     if ((status.ok() && response.reregister()) ||
-        status.error_code() == grpc::StatusCode::NOT_FOUND) {
-      say("mixtrain-worker: the coordinator does not know worker " + id + "; registering again");
+        status.error_code() == grpc::StatusCode::NOT_FOUND ||
+        status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      say("mixtrain-worker: the coordinator does not know worker " + id +
+          (status.ok() ? "" : " (" + status.error_message() + ")") + "; registering again");
       request_reregister(id);
     }
   }

@@ -5,7 +5,8 @@
 // (reporter.h) and serves /metrics (worker_metrics.h). When the
 // coordinator goes away it reconnects with backoff and registers again
 // with its previous id and its running task, which keeps running
-// untouched. It never exits on bad input; only stop() ends run().
+// untouched; a call refused for wrong credentials registers again too. It
+// never exits on bad input; only stop() ends run().
 #pragma once
 
 #include <chrono>
@@ -54,8 +55,9 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
 
   // Registers, serves task commands and heartbeats until stop(); then
-  // cancels the running task, waits for its process and delivers its
-  // final report (for up to 10 s). Returns the coordinator's refusal
+  // cancels the running task, waits for its process, delivers its final
+  // report (for up to 10 s) and deregisters (a scale-down leaves no LOST
+  // worker behind). Returns the coordinator's refusal
   // (INVALID_ARGUMENT) when it will never accept this worker as
   // configured (a loopback data address seen from another host), else OK.
   absl::Status run();
@@ -77,6 +79,8 @@ class Agent {
   void handle(const v1::TaskCommand& command);
   void start_task(const v1::Task& task);
   void heartbeat_loop();
+  // Tells the coordinator this worker leaves (once stopping); logged.
+  void deregister() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops the running rank once the coordinator has not been reached for
   // its worker timeout: by then it counts this worker lost and restarts the
   // job elsewhere, and the old rank must not train (and checkpoint) on. A

@@ -104,13 +104,15 @@ kill_coordinator() {
   wait "$COORD_PID" 2>/dev/null || true
 }
 
-# start_worker NAME [EXTRA_ARGS...]: an agent registered with the coordinator.
+# start_worker NAME [EXTRA_ARGS...]: an agent registered with the coordinator,
+# its metrics on METRICS_PORT (default 0: a free port).
 start_worker() {
   local name=$1 && shift
   local log="$WORK/worker-$name.log"
   : >"$log"
   $(host_cmd "$name") "$BIN/mixtrain-worker" --coordinator "$(host_address coordinator):$COORD_PORT" \
-    --join-token-file "$WORK/join-token" --metrics-listen "$LISTEN_ADDR:0" --backend cpu "$@" \
+    --join-token-file "$WORK/join-token" --metrics-listen "$LISTEN_ADDR:${METRICS_PORT:-0}" \
+    --backend cpu "$@" \
     2>"$log" &
   WORKER_PID[$name]=$!
   wait_for "grep -q 'registered as' '$log'" 20 "worker $name to register"

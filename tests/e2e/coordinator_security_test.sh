@@ -4,7 +4,9 @@
 # with each combination that matters and checks the defaults: loopback
 # unless both tokens are set, a refusal (exit 2, naming the missing files
 # and --insecure) for another address, a plain warning whenever a service
-# takes calls without a token, and none with both tokens.
+# takes calls without a token, and none with both tokens. The HTTP port
+# (/metrics, /sd/workers: never authenticated) follows the same default
+# (issue 29: it stayed on 0.0.0.0).
 #   coordinator_security_test.sh COORDINATOR_BINARY
 set -euo pipefail
 coordinator_bin=$1
@@ -25,10 +27,13 @@ echo "client-$RANDOM" >"$work/token"
 echo "join-$RANDOM" >"$work/join"
 
 # serve NAME ARGS...: starts a coordinator logging to NAME.log and waits
-# until it serves; SERVED_PORT is its gRPC port.
+# until it serves; SERVED_PORT is its gRPC port. HTTP on a free loopback
+# port unless DEFAULT_HTTP=1.
 serve() {
   local name=$1 && shift
-  "$coordinator_bin" --db "$work/$name.db" --http 127.0.0.1:0 "$@" 2>"$work/$name.log" &
+  local http=(--http 127.0.0.1:0)
+  [ "${DEFAULT_HTTP:-0}" = 1 ] && http=()
+  "$coordinator_bin" --db "$work/$name.db" "${http[@]}" "$@" 2>"$work/$name.log" &
   pids+=($!)
   for _ in $(seq 100); do
     SERVED_PORT=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "$work/$name.log" | head -1)
@@ -87,4 +92,22 @@ listening_on "$SERVED_PORT" | grep -Eqx "(0\.0\.0\.0|\[::\]|\*):$SERVED_PORT" ||
 # 4. Both tokens: every interface by default is fine, and nothing to warn of.
 serve secured --listen 0.0.0.0:0 --auth-token-file "$work/token" --join-token-file "$work/join"
 ! grep -q WARNING "$work/secured.log" || fail "secured: warned"
+
+# 5. Without both token files the HTTP port defaults to loopback as well,
+#    and the warning says where it serves.
+if [ -z "$(listening_on 9400)" ]; then
+  DEFAULT_HTTP=1 serve http_default --listen 127.0.0.1:0
+  for address in $(listening_on 9400); do
+    case $address in
+      127.0.0.1:9400 | "[::ffff:127.0.0.1]:9400") ;;
+      *) fail "http_default: HTTP listening on $address, expected 127.0.0.1:9400 only" ;;
+    esac
+  done
+  [ -n "$(listening_on 9400)" ] || fail "http_default: nothing listens on 9400"
+  grep -q "/metrics and /sd/workers (never authenticated) are served on 127.0.0.1:9400" \
+    "$work/http_default.log" || fail "http_default: the warning does not name the HTTP address"
+  kill "${pids[-1]}" && wait "${pids[-1]}" || true
+else
+  echo "port 9400 is taken here: skipping the default HTTP address case"
+fi
 echo "PASS"

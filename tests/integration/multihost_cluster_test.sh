@@ -25,6 +25,8 @@ start_coordinator
 for name in a b c; do start_worker "$name" --threads 1; done
 
 # --- every worker advertises its own host's address -------------------------
+# A worker is JOINING until its first heartbeat and task stream, then IDLE.
+wait_for "[ \"\$(mixtrain -o json workers | $PY -c 'import json,sys; print(sum(w[\"state\"]==\"IDLE\" for w in json.load(sys.stdin)))')\" = 3 ]" 20 "three idle workers"
 mixtrain -o json workers >"$WORK/workers.json"
 $PY - "$WORK/workers.json" "${HOST_IP[a]}" "${HOST_IP[b]}" "${HOST_IP[c]}" <<'PYCHECK' ||
 import json, sys

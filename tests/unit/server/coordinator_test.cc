@@ -31,6 +31,7 @@ class RestartTest : public ClusterTest {
   struct Before {
     std::string job_id;
     std::string worker_ids[2];
+    std::string worker_secrets[2];
     v1::Task tasks[2];
   };
   Before run_two_ranks_then_restart(const std::string& job_spec = spec(2)) {
@@ -43,6 +44,8 @@ class RestartTest : public ClusterTest {
       before.tasks[1] = second->next_start();
       before.worker_ids[0] = first->id();
       before.worker_ids[1] = second->id();
+      before.worker_secrets[0] = first->secret();
+      before.worker_secrets[1] = second->secret();
       await_state(before.job_id, v1::JOB_STATE_RUNNING);
       first->stop_heartbeats();
       second->stop_heartbeats();
@@ -58,7 +61,7 @@ class RestartTest : public ClusterTest {
 // and it requeues without a restart spent while the job it made room
 // for starts.
 TEST_F(RestartTest, APreemptionInProgressCompletesAfterARestart) {
-  std::string low, high, worker_id;
+  std::string low, high, worker_id, worker_secret;
   v1::Task task;
   {
     auto only = worker();
@@ -69,12 +72,15 @@ TEST_F(RestartTest, APreemptionInProgressCompletesAfterARestart) {
     ASSERT_TRUE(preempt && preempt->has_preempt());
     await_state(low, v1::JOB_STATE_PREEMPTED);
     worker_id = only->id();
+    worker_secret = only->secret();
     only->stop_heartbeats();
     server_->shutdown();
   }
   start();
   EXPECT_EQ(job(low).state(), v1::JOB_STATE_PREEMPTED);
-  auto back = worker({.previous_worker_id = worker_id, .running = {v1::running_of(task)}});
+  auto back = worker({.previous_worker_id = worker_id,
+                      .previous_worker_secret = worker_secret,
+                      .running = {v1::running_of(task)}});
   ASSERT_TRUE(back->report(task, v1::TASK_OUTCOME_PREEMPTED, "", "", 3).ok());
   EXPECT_EQ(back->next_start().job_id(), high);
   const v1::Job requeued = job(low);
@@ -88,8 +94,10 @@ TEST_F(RestartTest, RunningJobContinuesWhenItsWorkersComeBack) {
   const v1::Task* tasks = before.tasks;
   EXPECT_EQ(job(job_id).state(), v1::JOB_STATE_RUNNING);
   auto first = worker({.previous_worker_id = before.worker_ids[0],
+                       .previous_worker_secret = before.worker_secrets[0],
                        .running = {v1::running_of(tasks[0])}});
   auto second = worker({.previous_worker_id = before.worker_ids[1],
+                        .previous_worker_secret = before.worker_secrets[1],
                         .running = {v1::running_of(tasks[1])}});
   EXPECT_EQ(first->id(), before.worker_ids[0]);
   // Past the grace period the attempt still runs, nothing was resent.
@@ -102,11 +110,56 @@ TEST_F(RestartTest, RunningJobContinuesWhenItsWorkersComeBack) {
   await_state(job_id, v1::JOB_STATE_SUCCEEDED);
 }
 
+// The bytes of `path` ("" when absent).
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Issue 29: after a restart, anyone with the join token could register
+// with a running worker's id (from /sd/workers) and any secret, and take
+// its next task. The secrets' hashes outlive the restart now.
+TEST_F(RestartTest, AWorkersIdCannotBeTakenAfterARestart) {
+  const Before before = run_two_ranks_then_restart();
+  auto stub = v1::WorkerService::NewStub(channel_);
+  v1::RegisterRequest takeover;
+  takeover.set_hostname("attacker");
+  takeover.set_previous_worker_id(before.worker_ids[0]);
+  *takeover.add_running() = v1::running_of(before.tasks[0]);
+  for (const std::string& guess : {std::string(), std::string("any-secret")}) {
+    takeover.set_previous_worker_secret(guess);
+    v1::RegisterResponse response;
+    const grpc::Status status = stub->Register(call_context(kJoinToken).get(), takeover, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << "'" << guess << "': " << status.error_message();
+  }
+  // An id this coordinator never gave is not handed out either.
+  takeover.set_previous_worker_id("w-made-up");
+  takeover.clear_running();
+  v1::RegisterResponse fresh;
+  ASSERT_TRUE(stub->Register(call_context(kJoinToken).get(), takeover, &fresh).ok());
+  EXPECT_NE(fresh.worker_id(), "w-made-up");
+  // The real worker still comes back under its id, and the job goes on.
+  auto first = worker({.previous_worker_id = before.worker_ids[0],
+                       .previous_worker_secret = before.worker_secrets[0],
+                       .running = {v1::running_of(before.tasks[0])}});
+  EXPECT_EQ(first->id(), before.worker_ids[0]);
+  // Only hashes are stored.
+  const std::string stored =
+      file_bytes(dir_.path("jobs.db")) + file_bytes(dir_.path("jobs.db-wal"));
+  EXPECT_EQ(stored.find(before.worker_secrets[0]), std::string::npos);
+  EXPECT_NE(stored.find(sha256_hex(before.worker_secrets[0])), std::string::npos);
+}
+
 TEST_F(RestartTest, RanksThatEndedWhileTheCoordinatorWasDownStillCount) {
   const Before before = run_two_ranks_then_restart();
   // Both come back running nothing and deliver the outcomes they kept.
-  auto first = worker({.previous_worker_id = before.worker_ids[0]});
-  auto second = worker({.previous_worker_id = before.worker_ids[1]});
+  auto first = worker({.previous_worker_id = before.worker_ids[0],
+                       .previous_worker_secret = before.worker_secrets[0]});
+  auto second = worker({.previous_worker_id = before.worker_ids[1],
+                        .previous_worker_secret = before.worker_secrets[1]});
   ASSERT_TRUE(first->report(before.tasks[0], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
   ASSERT_TRUE(second->report(before.tasks[1], v1::TASK_OUTCOME_SUCCEEDED, "", "{}").ok());
   const v1::Job done = await_state(before.job_id, v1::JOB_STATE_SUCCEEDED);
@@ -117,6 +170,7 @@ TEST_F(RestartTest, RanksThatEndedWhileTheCoordinatorWasDownStillCount) {
 TEST_F(RestartTest, RunningJobIsRequeuedWhenAWorkerDoesNotComeBack) {
   const Before before = run_two_ranks_then_restart(spec(2, /*max_restarts=*/1));
   auto back = worker({.previous_worker_id = before.worker_ids[0],
+                      .previous_worker_secret = before.worker_secrets[0],
                       .running = {v1::running_of(before.tasks[0])}});
   const std::optional<v1::TaskCommand> cancel = back->next(std::chrono::seconds(10));
   ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
@@ -303,7 +357,7 @@ TEST_F(HttpTest, MetricsAndServiceDiscoveryShowJobsAndLiveWorkers) {
       nlohmann::json::parse(http_body(server_->http_port(), "/sd/workers"));
   ASSERT_EQ(targets.size(), 1u) << targets.dump();
   EXPECT_EQ(targets[0]["targets"], nlohmann::json::array({"10.0.0.5:9401"}));
-  EXPECT_EQ(targets[0]["labels"]["worker_id"], exported->id());
+  EXPECT_FALSE(targets[0]["labels"].contains("worker_id")) << targets.dump();
   EXPECT_EQ(targets[0]["labels"]["hostname"], "gpu1");
 }
 

@@ -187,7 +187,7 @@ TEST_F(JobDatabaseTest, AttemptsKeepTheirWorkersRestartsProgressAndSummary) {
     auto store = open_database();
     id = create(*store, "job").id;
     ASSERT_TRUE(store->transition(id, v1::JOB_STATE_RUNNING, "", {.workers = {"w-a", "w-b"}}).ok());
-    ASSERT_TRUE(store->transition(id, v1::JOB_STATE_QUEUED, "failed", {.restart = true}).ok());
+    ASSERT_TRUE(store->transition(id, v1::JOB_STATE_QUEUED, "failed", {.spends_restart = true}).ok());
     ASSERT_TRUE(store->transition(id, v1::JOB_STATE_RUNNING, "", {.workers = {"w-c"}}).ok());
     // Preempted and stopped as asked: requeued without spending a restart.
     ASSERT_TRUE(store->transition(id, v1::JOB_STATE_PREEMPTED, "").ok());

@@ -63,6 +63,7 @@ TEST(TaskSlotStateMachine, TheRegistryMovesTheWorkerWithItsSlot) {
   WorkerEntry entry;
   entry.worker.set_id("w");
   entry.worker.set_state(v1::WORKER_STATE_IDLE);
+  entry.heartbeat_seen = entry.stream_opened = true;
   v1::RunningTask task;
   task.set_job_id("j");
   WorkerRegistry::acknowledge(entry);  // nothing to acknowledge: refused, nothing changes
@@ -85,6 +86,39 @@ TEST(TaskSlotStateMachine, TheRegistryMovesTheWorkerWithItsSlot) {
   EXPECT_EQ(entry.slot.stop_deadline_ms, 0);
   EXPECT_EQ(entry.worker.state(), v1::WORKER_STATE_IDLE);
   EXPECT_FALSE(entry.worker.has_task());
+  // One that never opened its task stream is freed to JOINING, not IDLE.
+  entry.stream_opened = false;
+  WorkerRegistry::assign(entry, task);
+  WorkerRegistry::release(entry);
+  EXPECT_EQ(entry.worker.state(), v1::WORKER_STATE_JOINING);
+}
+
+// Registration order survives removals, pages continue where the last
+// one ended, and LOST entries are found by age or by place.
+TEST(WorkerRegistryOrder, PagesRemovalsAndLostEntries) {
+  WorkerRegistry registry;
+  v1::RegisterRequest request;
+  request.set_hostname("h");
+  request.set_metrics_address("10.0.0.1:9401");
+  for (const char* id : {"a", "b", "c", "d"}) {
+    WorkerEntry& entry = registry.upsert(id, request, 1'000);
+    EXPECT_EQ(entry.worker.state(), v1::WORKER_STATE_JOINING);
+  }
+  registry.remove("b");
+  WorkerPage first = registry.page(0, 2);
+  ASSERT_EQ(first.entries.size(), 2u);
+  EXPECT_EQ(first.entries[0]->worker.id(), "a");
+  EXPECT_EQ(first.entries[1]->worker.id(), "c");
+  const WorkerPage second = registry.page(first.next_seq, 2);
+  ASSERT_EQ(second.entries.size(), 1u);
+  EXPECT_EQ(second.entries[0]->worker.id(), "d");
+  EXPECT_EQ(second.next_seq, 0u);
+  registry.find("a")->worker.set_state(v1::WORKER_STATE_LOST);
+  registry.find("c")->worker.set_state(v1::WORKER_STATE_LOST);
+  registry.find("c")->worker.set_last_heartbeat_unix_ms(500);
+  EXPECT_EQ(registry.lost_ids(900), std::vector<std::string>{"c"});
+  EXPECT_EQ(registry.lost_ids(0, "h", "10.0.0.1:9401"), (std::vector<std::string>{"a", "c"}));
+  EXPECT_TRUE(registry.lost_ids(0, "h", "10.0.0.2:9401").empty());
 }
 
 // Liveness is the registry's own: silent workers become LOST (their task
@@ -96,8 +130,10 @@ TEST(WorkerLiveness, SilentWorkersAreLostAndOverdueStopsFreeTheirWorker) {
   WorkerEntry& silent = registry.upsert("silent", request, 1'000);
   WorkerEntry& stopping = registry.upsert("stopping", request, 1'000);
   WorkerEntry& fine = registry.upsert("fine", request, 1'000);
-  for (WorkerEntry* entry : {&silent, &stopping, &fine})
+  for (WorkerEntry* entry : {&silent, &stopping, &fine}) {
     entry->worker.set_state(v1::WORKER_STATE_IDLE);
+    entry->heartbeat_seen = entry->stream_opened = true;
+  }
   v1::RunningTask task;
   task.set_job_id("j");
   WorkerRegistry::assign(silent, task);

@@ -175,7 +175,8 @@ TEST_F(SchedulerTest, SilentWorkerBecomesLostAndItsJobIsRequeued) {
   auto second = worker();
   const std::string id = submit(spec(2, /*max_restarts=*/2));
   first->next_start();
-  second->next_start();
+  // Its rank started (a rank lost before that spends no restart).
+  ASSERT_TRUE(second->report(second->next_start(), v1::TASK_OUTCOME_RUNNING).ok());
   second->stop_heartbeats();
   const std::optional<v1::TaskCommand> cancel = first->next(std::chrono::seconds(4));
   ASSERT_TRUE(cancel.has_value() && cancel->has_cancel());
@@ -316,6 +317,7 @@ TEST_F(SchedulerTest, AWorkerBackFromAPartitionStopsItsOldRankBeforeItGetsANewOn
   auto w = worker();
   const std::string id = submit(spec(1, /*max_restarts=*/1));
   const v1::Task first = w->next_start();
+  ASSERT_TRUE(w->report(first, v1::TASK_OUTCOME_RUNNING).ok());  // it started
   w->stop_heartbeats();  // partitioned: lost after the timeout, its attempt requeued
   EXPECT_TRUE(eventually([&] { return job(id).restarts() == 1; })) << job(id).DebugString();
   // The partition heals: its agent registers again, still running the old

@@ -244,6 +244,23 @@ TEST_F(AgentTest, TaskSurvivesACoordinatorRestartAndCanBeCancelledAfter) {
   EXPECT_EQ(finals().at(0).message(), "rank 0 cancelled: user asked");
 }
 
+// Issue 29: an agent whose id was taken under other credentials got
+// "wrong credentials" on every heartbeat and never registered again.
+TEST_F(AgentTest, RegistersAgainWhenItsCredentialsAreRefused) {
+  ASSERT_TRUE(eventually([&] { return !service_.heartbeats().empty(); }, milliseconds(10000)));
+  service_.refuse_credentials();
+  ASSERT_TRUE(
+      eventually([&] { return service_.registrations().size() >= 2; }, milliseconds(10000)));
+  EXPECT_EQ(service_.registrations().at(1).previous_worker_id(), "w1");
+}
+
+// Issue 30: a scaled-down worker (SIGTERM) left a LOST entry behind.
+TEST_F(AgentTest, DeregistersWhenItStops) {
+  agent_->stop();
+  thread_.join();
+  EXPECT_EQ(service_.deregistered(), std::vector<std::string>{"w1"});
+}
+
 TEST_F(AgentTest, RefusesBadTasksAndASecondTaskWithoutStopping) {
   v1::Task bad = testing::tiny_task(testing::tiny_spec(3), dir_.path("ckpt"));
   bad.set_rank(5);

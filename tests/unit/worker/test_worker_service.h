@@ -28,6 +28,7 @@ class TestWorkerService final : public v1::WorkerService::Service {
                         v1::RegisterResponse* response) override {
     std::lock_guard lock(mu_);
     registrations_.push_back(*request);
+    refuse_credentials_ = false;
     known_worker_ = "w" + std::to_string(++next_id_);
     response->set_worker_id(known_worker_);
     response->set_heartbeat_interval_ms(200);
@@ -54,12 +55,35 @@ class TestWorkerService final : public v1::WorkerService::Service {
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse* response) override {
     std::lock_guard lock(mu_);
+    if (refuse_credentials_) {
+      return {grpc::StatusCode::PERMISSION_DENIED,
+              "wrong credentials for worker '" + request->worker_id() + "'"};
+    }
     if (request->worker_id() != known_worker_) {
       response->set_reregister(true);
       return grpc::Status::OK;
     }
     heartbeats_.push_back(*request);
     return grpc::Status::OK;
+  }
+
+  grpc::Status Deregister(grpc::ServerContext*, const v1::DeregisterRequest* request,
+                          v1::DeregisterResponse*) override {
+    std::lock_guard lock(mu_);
+    deregistered_.push_back(request->worker_id());
+    return grpc::Status::OK;
+  }
+
+  // Until the next registration, heartbeats answer PERMISSION_DENIED (the
+  // worker's id is held under other credentials).
+  void refuse_credentials() {
+    std::lock_guard lock(mu_);
+    refuse_credentials_ = true;
+  }
+  // The worker ids deregistered so far.
+  std::vector<std::string> deregistered() {
+    std::lock_guard lock(mu_);
+    return deregistered_;
   }
 
   // Writes `command` to the next (or the open) task stream.
@@ -227,6 +251,8 @@ class TestWorkerService final : public v1::WorkerService::Service {
   std::map<std::string, int64_t> adds_;  // request id -> its sum
   int lose_add_answers_ = 0;
   bool refuse_finals_ = false;
+  bool refuse_credentials_ = false;
+  std::vector<std::string> deregistered_;
   int refused_finals_ = 0;
 };
 

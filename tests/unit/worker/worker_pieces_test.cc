@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "engine/common/machine_memory.h"
 #include "engine/common/usable_cores.h"
 #include "proto/task_process.pb.h"
 #include "proto/training_device.h"
@@ -206,6 +210,36 @@ TEST(ResourcesTest, MemTotalAndThisMachine) {
   EXPECT_GT(resources.memory_bytes(), 0);
   EXPECT_EQ(resources.backend(), v1::BACKEND_CPU);
   EXPECT_GT(estimated_peak_flops(resources), 0.0);
+}
+
+// Issue 29: a worker in a container registered the host's MemTotal, more
+// than its cgroup lets it use; the cgroup's limit now bounds the figure.
+TEST(ResourcesTest, CgroupMemoryLimitBoundsTheMachinesMemory) {
+  EXPECT_EQ(parse_cgroup_memory_limit("8589934592\n"), int64_t{8} << 30);
+  EXPECT_EQ(parse_cgroup_memory_limit("max\n"), 0);
+  EXPECT_EQ(parse_cgroup_memory_limit("9223372036854771712\n"), 0);  // v1: no limit
+  EXPECT_EQ(parse_cgroup_memory_limit(""), 0);
+  EXPECT_EQ(cgroup_memory_limit_files("0::/system.slice/a.scope\n"),
+            (std::vector<std::string>{"/sys/fs/cgroup/system.slice/a.scope/memory.max",
+                                      "/sys/fs/cgroup/memory.max"}));
+  EXPECT_EQ(cgroup_memory_limit_files("5:cpu:/x\n4:memory:/docker/c1\n0::/\n"),
+            (std::vector<std::string>{"/sys/fs/cgroup/memory/docker/c1/memory.limit_in_bytes",
+                                      "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                      "/sys/fs/cgroup/memory.max"}));
+  // This machine: never more than its cgroup allows.
+  std::ifstream cgroup("/proc/self/cgroup");
+  std::stringstream text;
+  text << cgroup.rdbuf();
+  for (const std::string& file : cgroup_memory_limit_files(text.str())) {
+    std::ifstream in(file);
+    if (!in) continue;
+    std::stringstream limit;
+    limit << in.rdbuf();
+    if (const int64_t bytes = parse_cgroup_memory_limit(limit.str()); bytes > 0) {
+      EXPECT_LE(machine_memory_bytes(), bytes) << file;
+    }
+    break;
+  }
 }
 
 // Without --memory-limit a worker offers its machine less a tenth, and at
