@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Why: `mixtrain train` is what users run; this drives the real binary the
 # way they do: a tiny job trains and leaves a §5 summary and a checkpoint,
-# the summary says succeeded with the steps asked for, a resume continues
+# the summary says succeeded with the steps asked for (and counts the
+# built-in corpus as host data), a resume continues
 # from the checkpoint (also past damaged newest ones), a second run into a
 # directory holding a run's checkpoints is refused before any work,
 # `mixtrain export` writes a safetensors file (and refuses a missing
@@ -33,6 +34,7 @@ done
 grep -q "step 8/8" "$work/out.txt" || fail "no progress line for step 8"
 grep -q "val loss" "$work/out.txt" || fail "no eval line"
 ls "$work/ckpt" | grep -q "step_" || fail "no checkpoint written"
+grep -q '"data": 307321' "$work/summary.json" || fail "summary lacks the host's data (builtin:demo, 307321 bytes)"
 
 # Sample from the run: the prompt comes back, followed by generated text.
 "$mixtrain" sample "$work/ckpt" --prompt "chapter" --tokens 40 >"$work/sample.txt" 2>&1 \
