@@ -337,6 +337,33 @@ TEST(TaskRunnerTest, ATextFileLargerThanTheMemoryLimitTrainsWithinItMapped) {
   EXPECT_LE(memory.peak_total[0] + memory.peak_total[1], size_t{8} << 20);
 }
 
+// Issue 29: ranks killed mid-checkpoint left step_N.tmp-* behind after a
+// cancel. Once its child is gone the agent removes what this attempt (1)
+// and earlier ones were building, and nothing of a newer attempt.
+TEST(TaskRunnerTest, AnEndedAttemptsUnfinishedCheckpointsAreRemoved) {
+  test_support::TempDir dir;
+  const std::filesystem::path checkpoints = dir.path("ckpt");
+  const std::filesystem::path mine = checkpoint_temporary_dir(checkpoints, 5, 1);
+  const std::filesystem::path earlier = checkpoint_temporary_dir(checkpoints, 3, 0);
+  const std::filesystem::path newer = checkpoint_temporary_dir(checkpoints, 9, 2);
+  std::filesystem::create_directories(earlier);
+  std::filesystem::create_directories(newer);
+  Recorder recorder;
+  // A rank in the middle of writing its shard when the cancel comes.
+  TaskRunner runner(script(dir, "cat >/dev/null\nmkdir -p " + mine.string() + "\necho partial >" +
+                                    (mine / "shard-00000-of-00002.safetensors").string() +
+                                    "\necho writing\nwhile true; do sleep 0.1; done\n"),
+                    launch_for(tiny_spec(3), checkpoints), recorder.events());
+  for (int i = 0; i < 200 && recorder.output().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(std::filesystem::exists(mine));
+  runner.cancel("user asked");
+  EXPECT_EQ(recorder.result(seconds(30)).outcome, v1::TASK_OUTCOME_CANCELLED);
+  EXPECT_FALSE(std::filesystem::exists(mine));
+  EXPECT_FALSE(std::filesystem::exists(earlier));
+  EXPECT_TRUE(std::filesystem::exists(newer));
+}
+
 TEST(TaskRunnerTest, MissingExecutableFailsWithoutThrowing) {
   test_support::TempDir dir;
   Recorder recorder;
