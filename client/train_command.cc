@@ -200,6 +200,9 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
                                           group.env.world_size, comm_options);
       trainer_options.comm = group.comm.get();
     }
+    // A run without a coordinator has epoch 0 and its directory to itself:
+    // the temporaries an earlier run killed mid-checkpoint left are stale.
+    if (leader) remove_stale_checkpoint_temporaries(config::effective_checkpoint_dir(spec), 1);
     trainer = std::make_unique<Trainer>(*backend, spec, trainer_options);
     if (args.resume) {  // every rank finds the same and stops
       const std::optional<CheckpointInfo> held =

@@ -41,7 +41,7 @@ std::string describe_rank_memory(const JobNeeds& needs) {
   std::snprintf(parameters, sizeof(parameters), "%.3g", memory.parameters);
   std::string text = std::string("each needs ") +
                      (needs.configurations.size() > 1 ? "at least " : "") + gib_text(memory.device);
-  if (memory.host > 0) text += " plus " + gib_text(memory.host) + " offloaded";
+  if (memory.host > 0) text += " plus " + gib_text(memory.host) + " in host memory";
   return text + " for " + parameters + " parameters at " + plan::describe(smallest.choice);
 }
 

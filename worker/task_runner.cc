@@ -10,10 +10,12 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_store.h"
 #include "launch/child_process.h"
 #include "worker/frame_pipe.h"
 #include "worker/line_splitter.h"
@@ -83,6 +85,21 @@ std::string signal_name(int signal) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "unknown signal";
 }
 
+// The rank's process is gone, and with it the attempt (any next one has a
+// higher epoch): what the attempt was building can never be committed.
+// Every rank's agent does this once its own child is gone, so whichever
+// rank ends last leaves no temporary behind, whichever host it ran on.
+// Never throws: the agent outlives any trouble with the directory.
+void remove_attempt_temporaries(const v1::Task& task) {
+  if (task.checkpoint_dir().empty()) return;
+  try {
+    remove_stale_checkpoint_temporaries(task.checkpoint_dir(), task.attempt() + 1);
+  } catch (const std::exception& e) {
+    std::cerr << "mixtrain-worker: job " << task.job_id() << " attempt " << task.attempt()
+              << ": its unfinished checkpoint stays: " << e.what() << std::endl;
+  }
+}
+
 }  // namespace
 
 std::string describe_exit(int rank, int wait_status, std::string_view last_error_line) {
@@ -135,6 +152,8 @@ void TaskRunner::signal_child(int signal) {
 
 void TaskRunner::run() {
   const TaskResult result = execute();
+  if (result.outcome == v1::TASK_OUTCOME_FAILED || result.outcome == v1::TASK_OUTCOME_CANCELLED)
+    remove_attempt_temporaries(launch_.task);
   exited_ = true;
   events_.on_finished(result);
   finished_ = true;  // after on_finished, so the outcome is in its owner's hands

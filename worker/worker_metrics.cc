@@ -13,11 +13,6 @@ using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 
-// Host memory categories the engine ever places in the offload pool (as
-// the summary JSON lists them).
-constexpr MemoryCategory kHostCategories[] = {
-    MemoryCategory::kMasterParams, MemoryCategory::kOptimizerState, MemoryCategory::kParams};
-
 // Step times from 10 ms (tiny models) to 2 min (large ones on CPU).
 std::vector<double> step_buckets() {
   return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
@@ -43,12 +38,6 @@ constexpr char kTotalKind[] = "total";
 
 // The outcome of a task that a new one ended before it reported its own.
 constexpr char kReplaced[] = "replaced";
-
-bool exported(MemoryPool pool, MemoryCategory category) {
-  return pool == MemoryPool::kDevice ||
-         std::find(std::begin(kHostCategories), std::end(kHostCategories), category) !=
-             std::end(kHostCategories);
-}
 
 }  // namespace
 
@@ -257,7 +246,7 @@ void WorkerMetrics::begin_task(const TaskInfo& info) {
     add(task, memory_peak_, {{"pool", memory_pool_name(pool)}, {"kind", kTotalKind}});
     for (int c = 0; c < kNumMemoryCategories; ++c) {
       const auto category = static_cast<MemoryCategory>(c);
-      if (!exported(pool, category)) continue;
+      if (!memory_category_in_pool(pool, category)) continue;
       const std::map<std::string, std::string> labels{{"pool", memory_pool_name(pool)},
                                                       {"kind", memory_category_name(category)}};
       add(task, memory_, labels);
@@ -295,7 +284,7 @@ void WorkerMetrics::on_step(const StepReport& step) {
         .Set(static_cast<double>(step.memory.peak_total[p_index]));
     for (int c = 0; c < kNumMemoryCategories; ++c) {
       const auto category = static_cast<MemoryCategory>(c);
-      if (!exported(pool, category)) continue;
+      if (!memory_category_in_pool(pool, category)) continue;
       const std::map<std::string, std::string> labels{{"pool", pool_name},
                                                       {"kind", memory_category_name(category)}};
       series(task, memory_, labels).Set(static_cast<double>(step.memory.current[p_index][c]));

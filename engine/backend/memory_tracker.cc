@@ -19,9 +19,16 @@ const char* memory_pool_name(MemoryPool pool) {
 
 const char* memory_category_name(MemoryCategory category) {
   static constexpr const char* kNames[kNumMemoryCategories] = {
-      "params",      "grads",           "master_params", "optimizer_state",
-      "activations", "gathered_params", "comm_buffers",  "workspace"};
+      "params",          "grads",       "master_params",
+      "optimizer_state", "activations", "gathered_params",
+      "comm_buffers",    "workspace",   "data"};
   return kNames[static_cast<int>(category)];
+}
+
+bool memory_category_in_pool(MemoryPool pool, MemoryCategory category) {
+  if (pool == MemoryPool::kDevice) return category != MemoryCategory::kData;
+  return category == MemoryCategory::kMasterParams || category == MemoryCategory::kOptimizerState ||
+         category == MemoryCategory::kParams || category == MemoryCategory::kData;
 }
 
 void MemoryTracker::on_alloc(MemoryPool pool, MemoryCategory category, size_t bytes) {
@@ -51,6 +58,32 @@ bool MemoryTracker::within_ram_limit(MemoryPool pool, size_t bytes) const {
   size_t held = pools_[static_cast<int>(MemoryPool::kHost)].total;
   if (device_in_ram_) held += pools_[static_cast<int>(MemoryPool::kDevice)].total;
   return held + bytes <= ram_limit_;
+}
+
+void MemoryTracker::check_ram_limit(MemoryPool pool, MemoryCategory category, size_t bytes) const {
+  if (within_ram_limit(pool, bytes)) return;
+  throw out_of_memory_error(*this, bytes, pool, category,
+                            "past this rank's memory limit of " + gib_text(double(ram_limit())) +
+                                " (its worker's --memory-limit)");
+}
+
+EngineError out_of_memory_error(const MemoryTracker& tracker, size_t bytes, MemoryPool pool,
+                                MemoryCategory category, const std::string& cause) {
+  std::string peaks;
+  for (int c = 0; c < kNumMemoryCategories; ++c) {
+    const auto held = static_cast<MemoryCategory>(c);
+    if (tracker.peak(pool, held) == 0) continue;
+    peaks += std::string(peaks.empty() ? "" : ", ") + memory_category_name(held) + " " +
+             gib_text(double(tracker.peak(pool, held)));
+  }
+  return EngineError(ErrorCode::kOutOfMemory,
+                     "out of memory: needed " + gib_text(double(bytes)) + " more for " +
+                         memory_category_name(category) + " in the " + memory_pool_name(pool) +
+                         " pool, which holds " + gib_text(double(tracker.current_total(pool))) +
+                         " already; peak by category: " + (peaks.empty() ? "none" : peaks) +
+                         " (`mixtrain plan` shows what each setting needs: zero.stage, offload, "
+                         "train.activation_checkpointing, train.micro_batch; " +
+                         cause + ")");
 }
 
 void MemoryTracker::on_free(MemoryPool pool, MemoryCategory category, size_t bytes) {

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 
+#include "engine/common/error.h"
+
 namespace mixtrain {
 
 // device: the compute memory (GPU memory on CUDA, the engine's compute pool
@@ -16,16 +18,17 @@ enum class MemoryPool : int { kDevice = 0, kHost = 1 };
 inline constexpr int kNumMemoryPools = 2;
 
 enum class MemoryCategory : int {
-  kParams = 0,        // 16-bit (compute-dtype) working weights
-  kGrads,             // gradients
-  kMasterParams,      // fp32 master weights
-  kOptimizerState,    // AdamW moments
-  kActivations,       // saved forward activations and their gradients
-  kGatheredParams,    // ZeRO-3 parameters gathered for one layer
-  kCommBuffers,       // collective staging buffers
-  kWorkspace,         // kernel scratch (converted GEMM inputs, attention temps)
+  kParams = 0,      // 16-bit (compute-dtype) working weights
+  kGrads,           // gradients
+  kMasterParams,    // fp32 master weights
+  kOptimizerState,  // AdamW moments
+  kActivations,     // saved forward activations and their gradients
+  kGatheredParams,  // ZeRO-3 parameters gathered for one layer
+  kCommBuffers,     // collective staging buffers
+  kWorkspace,       // kernel scratch (converted GEMM inputs, attention temps)
+  kData,            // training tokens held in process memory (not mapped from a file)
 };
-inline constexpr int kNumMemoryCategories = 8;
+inline constexpr int kNumMemoryCategories = 9;
 
 // `bytes` as "1.5 GiB" (three significant digits), for messages.
 std::string gib_text(double bytes);
@@ -33,8 +36,22 @@ std::string gib_text(double bytes);
 // "device" / "host": the summary JSON's and metrics' names.
 const char* memory_pool_name(MemoryPool pool);
 // "params", "grads", "master_params", "optimizer_state", "activations",
-// "gathered_params", "comm_buffers", "workspace".
+// "gathered_params", "comm_buffers", "workspace", "data".
 const char* memory_category_name(MemoryCategory category);
+
+// Whether the engine ever places `category` in `pool`, which the summary
+// JSON and the metrics list: on the device every category but data; on the
+// host what offload moves there (master_params, optimizer_state, params)
+// and data (tokens held in process memory are always in RAM).
+bool memory_category_in_pool(MemoryPool pool, MemoryCategory category);
+
+class MemoryTracker;
+
+// The EngineError(kOutOfMemory) for `bytes` more of `category` in `pool`
+// that did not fit: names the category and the pool, what the pool holds
+// and its peaks by category (as the summary gives them), and `cause`.
+EngineError out_of_memory_error(const MemoryTracker& tracker, size_t bytes, MemoryPool pool,
+                                MemoryCategory category, const std::string& cause);
 
 // Current and peak bytes per (pool, category), and the peak of each pool's
 // total. Thread-safe.
@@ -66,6 +83,9 @@ class MemoryTracker {
   size_t ram_limit() const;
   // False when `bytes` more in `pool` would pass the RAM limit.
   bool within_ram_limit(MemoryPool pool, size_t bytes) const;
+  // Throws out_of_memory_error(..., "past this rank's memory limit of ...")
+  // when `bytes` more of `category` in `pool` would pass the RAM limit.
+  void check_ram_limit(MemoryPool pool, MemoryCategory category, size_t bytes) const;
 
  private:
   struct PoolCounts {

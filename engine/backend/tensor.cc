@@ -29,35 +29,15 @@ namespace {
 // byte count or std::bad_alloc (issue 13).
 void* allocate_named(Allocator& allocator, const MemoryTracker& tracker, size_t bytes,
                      MemoryPool pool, MemoryCategory category) {
-  std::string cause;
+  tracker.check_ram_limit(pool, category, bytes);
   try {
-    if (!tracker.within_ram_limit(pool, bytes)) {
-      throw EngineError(ErrorCode::kOutOfMemory, "past this rank's memory limit of " +
-                                                     gib_text(double(tracker.ram_limit())) +
-                                                     " (its worker's --memory-limit)");
-    }
     return allocator.allocate(bytes, pool);
   } catch (const EngineError& e) {
     if (e.code() != ErrorCode::kOutOfMemory) throw;
-    cause = e.what();
+    throw out_of_memory_error(tracker, bytes, pool, category, e.what());
   } catch (const std::bad_alloc&) {
-    cause = "std::bad_alloc";
+    throw out_of_memory_error(tracker, bytes, pool, category, "std::bad_alloc");
   }
-  std::string peaks;  // the pool's peak by category, as the summary gives them
-  for (int c = 0; c < kNumMemoryCategories; ++c) {
-    const auto held = static_cast<MemoryCategory>(c);
-    if (tracker.peak(pool, held) == 0) continue;
-    peaks += std::string(peaks.empty() ? "" : ", ") + memory_category_name(held) + " " +
-             gib_text(double(tracker.peak(pool, held)));
-  }
-  throw EngineError(ErrorCode::kOutOfMemory,
-                    "out of memory: needed " + gib_text(double(bytes)) + " more for " +
-                        memory_category_name(category) + " in the " + memory_pool_name(pool) +
-                        " pool, which holds " + gib_text(double(tracker.current_total(pool))) +
-                        " already; peak by category: " + (peaks.empty() ? "none" : peaks) +
-                        " (`mixtrain plan` shows what each setting needs: zero.stage, offload, "
-                        "train.activation_checkpointing, train.micro_batch; " +
-                        cause + ")");
 }
 
 }  // namespace
@@ -84,11 +64,12 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, size_t offset_bytes, DType dtyp
       dtype_(dtype),
       shape_(std::move(shape)),
       numel_(shape_numel(shape_)) {
-  for (int64_t d : shape_) MIXTRAIN_CHECK_ARG(d >= 0, "negative dimension in shape " + shape_string(shape_));
+  for (int64_t d : shape_)
+    MIXTRAIN_CHECK_ARG(d >= 0, "negative dimension in shape " + shape_string(shape_));
   MIXTRAIN_CHECK_ARG(storage_ != nullptr, "tensor without storage");
   MIXTRAIN_CHECK_ARG(offset_bytes_ + nbytes() <= storage_->bytes(),
-            "tensor " + describe() + " does not fit its storage of " +
-                std::to_string(storage_->bytes()) + " bytes");
+                     "tensor " + describe() + " does not fit its storage of " +
+                         std::to_string(storage_->bytes()) + " bytes");
 }
 
 int64_t Tensor::dim(int i) const {
@@ -106,15 +87,15 @@ void* Tensor::data() const {
 Tensor Tensor::view(int64_t offset, Shape shape) const {
   const int64_t n = shape_numel(shape);
   MIXTRAIN_CHECK_ARG(offset >= 0 && offset + n <= numel_,
-            "view of " + std::to_string(n) + " elements at " + std::to_string(offset) +
-                " is outside " + describe());
-  return Tensor(storage_, offset_bytes_ + static_cast<size_t>(offset) * dtype_size(dtype_),
-                dtype_, std::move(shape));
+                     "view of " + std::to_string(n) + " elements at " + std::to_string(offset) +
+                         " is outside " + describe());
+  return Tensor(storage_, offset_bytes_ + static_cast<size_t>(offset) * dtype_size(dtype_), dtype_,
+                std::move(shape));
 }
 
 Tensor Tensor::reshape(Shape shape) const {
   MIXTRAIN_CHECK_ARG(shape_numel(shape) == numel_,
-            "cannot reshape " + describe() + " to " + shape_string(shape));
+                     "cannot reshape " + describe() + " to " + shape_string(shape));
   return Tensor(storage_, offset_bytes_, dtype_, std::move(shape));
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "engine/checkpoint/checkpoint_store.h"
 #include "engine/checkpoint/file_io.h"
 #include "engine/common/error.h"
 
@@ -51,8 +52,8 @@ void claim_checkpoint_epoch(const fs::path& dir, int64_t epoch) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) {
-    throw EngineError(ErrorCode::kInternal,
-                      "cannot create checkpoint directory " + dir.string() + ": " + error.message());
+    throw EngineError(ErrorCode::kInternal, "cannot create checkpoint directory " + dir.string() +
+                                                ": " + error.message());
   }
   // One file per epoch, never rewritten: claims only ever add a newer one,
   // so ranks of one attempt on several hosts may claim at once.
@@ -66,6 +67,8 @@ void claim_checkpoint_epoch(const fs::path& dir, int64_t epoch) {
   fsync_directory(dir);
   // A newer attempt that claimed in between wins: ours stands down.
   check_checkpoint_epoch(dir, epoch, "claim the checkpoint directory");
+  // What ended attempts were building can never be committed now.
+  remove_stale_checkpoint_temporaries(dir, epoch);
 }
 
 void check_checkpoint_epoch(const fs::path& dir, int64_t epoch, const std::string& action) {

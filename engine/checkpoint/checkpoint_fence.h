@@ -20,9 +20,12 @@ namespace mixtrain {
 int64_t checkpoint_epoch(const std::filesystem::path& dir);
 
 // Claims `dir` (created if missing) for `epoch` >= 1 by creating
-// DIR/epoch-N (and fsyncing DIR); claiming again is harmless. Throws
-// EngineError(kFailedPrecondition) "superseded" when a newer epoch claimed
-// it (before or while claiming), kInternal for I/O errors.
+// DIR/epoch-N (and fsyncing DIR), then removes the temporary directories
+// of earlier epochs (remove_stale_checkpoint_temporaries: superseded
+// attempts cannot commit them); claiming again is harmless, and every rank
+// of the attempt may claim at once. Throws EngineError(kFailedPrecondition)
+// "superseded" when a newer epoch claimed it (before or while claiming),
+// kInternal for I/O errors.
 void claim_checkpoint_epoch(const std::filesystem::path& dir, int64_t epoch);
 
 // Throws EngineError(kFailedPrecondition) naming `action` and both epochs

@@ -4,14 +4,12 @@
 // verify checksums before handing out any tensor.
 #include "engine/checkpoint/checkpoint_store.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <limits>
 #include <set>
 #include <system_error>
 
@@ -24,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kStepPrefix = "step_";
-constexpr std::string_view kTemporaryInfix = ".tmp-";
+constexpr std::string_view kTemporaryInfix = ".tmp-epoch-";
 constexpr std::string_view kDamagedInfix = ".damaged-";
 
 [[noreturn]] void throw_io_error(const std::string& what, const fs::path& path,
@@ -49,18 +47,14 @@ std::optional<int64_t> parse_step_dir_name(std::string_view name) {
   return step;
 }
 
-// The pid of a directory named "step_<digits>.tmp-<pid>".
-std::optional<pid_t> parse_temporary_dir_name(std::string_view name) {
+// The epoch of a directory named checkpoint_temporary_dir(dir, step, epoch).
+std::optional<int64_t> parse_temporary_dir_name(std::string_view name) {
   const size_t infix = name.find(kTemporaryInfix);
   if (infix == std::string_view::npos || !parse_step_dir_name(name.substr(0, infix))) {
     return std::nullopt;
   }
-  const std::optional<int64_t> pid = parse_decimal(name.substr(infix + kTemporaryInfix.size()));
-  if (!pid || *pid <= 0 || *pid > std::numeric_limits<pid_t>::max()) return std::nullopt;
-  return static_cast<pid_t>(*pid);
+  return parse_decimal(name.substr(infix + kTemporaryInfix.size()));
 }
-
-bool process_is_running(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 void rename_or_throw(const fs::path& from, const fs::path& to) {
   if (::rename(from.c_str(), to.c_str()) != 0) {
@@ -116,7 +110,7 @@ std::string checkpoint_dir_name(int64_t step) {
 
 fs::path save_checkpoint(const fs::path& dir, int64_t step, const CheckpointFiles& files,
                          const Json& state) {
-  const fs::path temporary = begin_checkpoint(dir, step);
+  const fs::path temporary = begin_checkpoint(dir, step, /*epoch=*/0);
   try {
     std::vector<ManifestFile> written;
     for (const auto& [name, tensors] : files)
@@ -128,13 +122,14 @@ fs::path save_checkpoint(const fs::path& dir, int64_t step, const CheckpointFile
   }
 }
 
-fs::path checkpoint_temporary_dir(const fs::path& dir, int64_t step, int64_t owner_pid) {
-  return dir /
-         (checkpoint_dir_name(step) + std::string(kTemporaryInfix) + std::to_string(owner_pid));
+fs::path checkpoint_temporary_dir(const fs::path& dir, int64_t step, int64_t epoch) {
+  return dir / (checkpoint_dir_name(step) + std::string(kTemporaryInfix) + std::to_string(epoch));
 }
 
-fs::path begin_checkpoint(const fs::path& dir, int64_t step) {
-  MIXTRAIN_CHECK_ARG(step >= 0, "begin_checkpoint: negative step " + std::to_string(step));
+fs::path begin_checkpoint(const fs::path& dir, int64_t step, int64_t epoch) {
+  MIXTRAIN_CHECK_ARG(step >= 0 && epoch >= 0, "begin_checkpoint: negative step " +
+                                                  std::to_string(step) + " or epoch " +
+                                                  std::to_string(epoch));
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw_io_error("cannot create checkpoint directory", dir, error);
@@ -142,8 +137,8 @@ fs::path begin_checkpoint(const fs::path& dir, int64_t step) {
   const fs::path final_path = dir / checkpoint_dir_name(step);
   MIXTRAIN_CHECK_ARG(!fs::exists(final_path, error),
                      "begin_checkpoint: " + final_path.string() + " already exists");
-  const fs::path temporary = checkpoint_temporary_dir(dir, step, ::getpid());
-  remove_all_or_throw(temporary);  // left by an earlier failed save of this process id
+  const fs::path temporary = checkpoint_temporary_dir(dir, step, epoch);
+  remove_all_or_throw(temporary);  // left by an earlier failed save of this epoch
   if (!fs::create_directory(temporary, error) || error) {
     throw_io_error("cannot create", temporary, error);
   }
@@ -283,35 +278,47 @@ std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const fs::path& d
   return SetAsideCheckpoint{aside, *reason};
 }
 
-bool remove_checkpoint(const fs::path& dir, int64_t step) {
+bool remove_checkpoint(const fs::path& dir, int64_t step, int64_t epoch) {
   const fs::path path = dir / checkpoint_dir_name(step);
   std::error_code error;
   if (!fs::exists(path, error)) return false;
-  const fs::path doomed = checkpoint_temporary_dir(dir, step, ::getpid());
+  const fs::path doomed = checkpoint_temporary_dir(dir, step, epoch);
   remove_all_or_throw(doomed);
   rename_or_throw(path, doomed);
   remove_all_or_throw(doomed);
   return true;
 }
 
-std::vector<fs::path> retain_checkpoints(const fs::path& dir, size_t keep) {
+std::vector<fs::path> retain_checkpoints(const fs::path& dir, size_t keep, int64_t epoch) {
   MIXTRAIN_CHECK_ARG(keep >= 1, "retain_checkpoints: keep must be at least 1");
   std::vector<fs::path> removed;
   const std::vector<CheckpointInfo> complete = list_checkpoints(dir);
   for (size_t i = 0; i + keep < complete.size(); ++i) {
-    if (remove_checkpoint(dir, complete[i].step)) removed.push_back(complete[i].path);
+    if (remove_checkpoint(dir, complete[i].step, epoch)) removed.push_back(complete[i].path);
   }
+  return removed;
+}
+
+std::vector<fs::path> remove_stale_checkpoint_temporaries(const fs::path& dir, int64_t epoch) {
   std::vector<fs::path> stale;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    const std::optional<pid_t> pid = parse_temporary_dir_name(it->path().filename().string());
-    if (pid && *pid != ::getpid() && !process_is_running(*pid)) stale.push_back(it->path());
+    const std::optional<int64_t> built_by =
+        parse_temporary_dir_name(it->path().filename().string());
+    if (built_by && *built_by < epoch) stale.push_back(it->path());
   }
   for (const fs::path& path : stale) {
-    remove_all_or_throw(path);
-    removed.push_back(path);
+    // Another rank may be removing it at the same time, which can fail
+    // this walk midway: done is when it is gone, by whoever's hand.
+    for (int tries = 1;; ++tries) {
+      std::error_code failure;
+      fs::remove_all(path, failure);
+      std::error_code ignored;
+      if (!fs::exists(fs::symlink_status(path, ignored))) break;
+      if (tries == 3) throw_io_error("cannot remove the stale temporary", path, failure);
+    }
   }
-  return removed;
+  return stale;
 }
 
 }  // namespace mixtrain

@@ -2,8 +2,9 @@
 // so a checkpoint appears all at once or not at all, and is checked before
 // use. A checkpoint is a directory DIR/step_00000500/ holding safetensors
 // data files and manifest.json (written last; see manifest.h) with every
-// file's size and CRC32C. It is built in DIR/step_00000500.tmp-<pid>/ (pid:
-// the process that owns the build), whose files and directory are fsynced,
+// file's size and CRC32C. It is built in DIR/step_00000500.tmp-epoch-<E>/
+// (E: the attempt that builds it, checkpoint_fence.h; 0 for a run without
+// fencing), whose files and directory are fsynced,
 // then renamed into place and the parent fsynced. A directory without a
 // valid manifest is never used; one whose files do not verify is moved
 // aside (DIR/step_00000500.damaged-<k>, kept for inspection) before its
@@ -53,7 +54,7 @@ struct LoadedCheckpoint {
 std::string checkpoint_dir_name(int64_t step);
 
 // Writes checkpoint `step` into `dir` (created if missing) atomically and
-// returns its path: begin_checkpoint, write_checkpoint_file for each file,
+// returns its path: begin_checkpoint (epoch 0), write_checkpoint_file for each file,
 // commit_checkpoint. `state` must be a JSON object; file names must satisfy
 // is_valid_data_file_name. Throws EngineError(kInvalidArgument) for bad
 // arguments or if the step already exists, EngineError(kInternal) for I/O
@@ -63,26 +64,30 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& dir, int64_t 
                                       const CheckpointFiles& files, const Json& state);
 
 // ---- building one checkpoint from one or several processes ---------------
-// One process, the owner, calls begin_checkpoint; every writer (the owner
-// too, or not) calls write_checkpoint_file in the temporary directory that
-// checkpoint_temporary_dir names for the owner's pid; once every file is
-// written the owner calls commit_checkpoint with all their manifest
-// entries, or abort_checkpoint. A crash before the commit leaves only the
-// temporary directory: list_checkpoints ignores it, and retain_checkpoints
-// removes it once its owner no longer runs.
+// One process of an attempt, the owner, calls begin_checkpoint; every
+// writer (the owner too, or not) calls write_checkpoint_file in the
+// temporary directory that checkpoint_temporary_dir names for the
+// attempt's epoch; once every file is written the owner calls
+// commit_checkpoint with all their manifest entries, or abort_checkpoint.
+// A crash before the commit leaves only the temporary directory:
+// list_checkpoints ignores it, and remove_stale_checkpoint_temporaries
+// removes it once its attempt has ended (named by epoch, not by process
+// id, which means nothing on another host or in another pid namespace).
 
-// DIR/step_00000500.tmp-<owner_pid>: where process `owner_pid` builds
+// DIR/step_00000500.tmp-epoch-<epoch>: where the attempt of `epoch` builds
 // checkpoint `step` of `dir`.
 std::filesystem::path checkpoint_temporary_dir(const std::filesystem::path& dir, int64_t step,
-                                               int64_t owner_pid);
+                                               int64_t epoch);
 
-// Creates `dir` if missing and the empty temporary directory in which this
-// process builds checkpoint `step` (replacing one an earlier failed attempt
-// of this process left), and returns its path. A directory of that step
-// that does not verify is first set aside (set_aside_damaged_checkpoint).
-// Throws EngineError(kInvalidArgument) for a negative step or a step that
-// already exists and verifies, kInternal for I/O errors.
-std::filesystem::path begin_checkpoint(const std::filesystem::path& dir, int64_t step);
+// Creates `dir` if missing and the empty temporary directory in which the
+// attempt of `epoch` (>= 0) builds checkpoint `step` (replacing one an
+// earlier failed save of it left), and returns its path. A directory of
+// that step that does not verify is first set aside
+// (set_aside_damaged_checkpoint). Throws EngineError(kInvalidArgument) for
+// a negative step or epoch or a step that already exists and verifies,
+// kInternal for I/O errors.
+std::filesystem::path begin_checkpoint(const std::filesystem::path& dir, int64_t step,
+                                       int64_t epoch);
 
 // Writes the data file `name` (see is_valid_data_file_name) into the
 // temporary directory `temporary` with `tensors` (in this order) and
@@ -150,18 +155,27 @@ struct SetAsideCheckpoint {
 std::optional<SetAsideCheckpoint> set_aside_damaged_checkpoint(const std::filesystem::path& dir,
                                                                int64_t step);
 
-// Removes checkpoint `step` of `dir` if it is there: renamed to a
-// temporary name first, so a crash mid-removal leaves only a stale
-// temporary. Returns whether it was there. Throws kInternal on I/O error.
-bool remove_checkpoint(const std::filesystem::path& dir, int64_t step);
+// Removes checkpoint `step` of `dir` if it is there, for the attempt of
+// `epoch`: renamed to its temporary name first, so a crash mid-removal
+// leaves only a stale temporary. Returns whether it was there. Throws
+// kInternal on I/O error.
+bool remove_checkpoint(const std::filesystem::path& dir, int64_t step, int64_t epoch);
 
 // Keeps the newest `keep` (>= 1) complete checkpoints in `dir`: older
-// complete ones are removed (first renamed to a temporary name, so a crash
-// mid-removal leaves only a stale temporary), as are temporary directories
-// whose creating process no longer runs on this machine. Directories
+// complete ones are removed (remove_checkpoint for `epoch`). Directories
 // without a valid manifest are left alone. Returns the paths removed.
 // Throws EngineError(kInvalidArgument) for keep == 0, kInternal on I/O error.
-std::vector<std::filesystem::path> retain_checkpoints(const std::filesystem::path& dir,
-                                                      size_t keep);
+std::vector<std::filesystem::path> retain_checkpoints(const std::filesystem::path& dir, size_t keep,
+                                                      int64_t epoch);
+
+// Removes every temporary directory in `dir` of an epoch before `epoch`:
+// what attempts that have ended left (call it once an attempt has claimed
+// `epoch`, or with epoch + 1 once the attempt of `epoch` has ended). Those
+// of `epoch` and later are never touched. Several processes may do this at
+// once (ranks on several hosts sharing `dir`). Returns the stale paths,
+// all gone now; nothing when `dir` is absent. Throws EngineError(kInternal) naming
+// a directory that could not be removed.
+std::vector<std::filesystem::path> remove_stale_checkpoint_temporaries(
+    const std::filesystem::path& dir, int64_t epoch);
 
 }  // namespace mixtrain

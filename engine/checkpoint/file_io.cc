@@ -1,10 +1,8 @@
-// Why: the POSIX side of checkpoint I/O (open/write/fsync/mmap), kept in
+// Why: the POSIX side of checkpoint I/O (open/write/fsync), kept in
 // one file so the format code above it never sees a file descriptor.
 #include "engine/checkpoint/file_io.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,13 +18,6 @@ namespace {
 [[noreturn]] void throw_system_error(ErrorCode code, const std::string& what,
                                      const std::filesystem::path& path, int error) {
   throw EngineError(code, what + " " + path.string() + ": " + std::strerror(error));
-}
-
-// The file at `path` open read-only; throws kInvalidArgument naming it.
-UniqueFd open_for_reading(const std::filesystem::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) throw_system_error(ErrorCode::kInvalidArgument, "cannot open", path, errno);
-  return fd;
 }
 
 }  // namespace
@@ -60,40 +51,6 @@ void FileWriter::sync_and_close() {
   if (::fsync(fd_) != 0) throw_system_error(ErrorCode::kInternal, "cannot fsync", path_, errno);
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw_system_error(ErrorCode::kInternal, "cannot close", path_, errno);
-}
-
-MappedFile::MappedFile(std::filesystem::path path) : MappedFile(path, open_for_reading(path)) {}
-
-MappedFile::MappedFile(std::filesystem::path path, UniqueFd fd) : path_(std::move(path)) {
-  struct stat status {};
-  if (::fstat(fd.get(), &status) != 0) {
-    throw_system_error(ErrorCode::kInternal, "cannot stat", path_, errno);
-  }
-  size_ = static_cast<size_t>(status.st_size);
-  if (size_ > 0) {
-    void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-    if (mapping == MAP_FAILED) throw_system_error(ErrorCode::kInternal, "cannot map", path_, errno);
-    data_ = static_cast<const std::byte*>(mapping);
-  }
-}
-
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
-}
-
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
-
-MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
-  if (this != &other) {
-    if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
-    path_ = std::move(other.path_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
 }
 
 void fsync_directory(const std::filesystem::path& path) {

@@ -1,6 +1,7 @@
 // Why: checkpoints must survive a crash at any instant, so their files are
 // written with POSIX calls we can fsync, and read through one read-only
-// mapping that is both checksummed and parsed (no second read, no copy).
+// mapping (common/mapped_file.h) that is both checksummed and parsed (no
+// second read, no copy).
 // Every failure is an EngineError naming the path and the system error.
 #pragma once
 
@@ -10,7 +11,7 @@
 #include <span>
 #include <string>
 
-#include "engine/common/unique_fd.h"
+#include "engine/common/mapped_file.h"
 
 namespace mixtrain {
 
@@ -41,31 +42,6 @@ class FileWriter {
   int fd_ = -1;
   uint64_t bytes_written_ = 0;
   uint32_t crc32c_ = 0;
-};
-
-// A whole file mapped read-only; movable, unmapped on destruction.
-class MappedFile {
- public:
-  // Maps `path`. Throws EngineError(kInvalidArgument) naming the path if it
-  // cannot be opened, kInternal if it cannot be mapped.
-  explicit MappedFile(std::filesystem::path path);
-  // Maps the file open as `fd` (read-only), named `path` in messages.
-  // Throws EngineError(kInternal) naming the path if it cannot be mapped.
-  MappedFile(std::filesystem::path path, UniqueFd fd);
-  ~MappedFile();
-  MappedFile(MappedFile&& other) noexcept;
-  MappedFile& operator=(MappedFile&& other) noexcept;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  // The file's bytes as of mapping (empty for an empty file).
-  std::span<const std::byte> bytes() const { return {data_, size_}; }
-
- private:
-  std::filesystem::path path_;
-  const std::byte* data_ = nullptr;
-  size_t size_ = 0;
 };
 
 // fsyncs the directory `path` so that entries created or renamed in it are

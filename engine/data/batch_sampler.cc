@@ -3,7 +3,6 @@
 // state beyond the step counter and the draws never depend on the rank.
 #include "engine/data/batch_sampler.h"
 
-#include <algorithm>
 #include <random>
 
 #include "engine/common/error.h"
@@ -16,7 +15,7 @@ uint64_t step_seed(uint64_t seed, uint64_t step) { return splitmix64(splitmix64(
 
 }  // namespace
 
-TokenBatch gather_windows(const TokenBuffer& tokens, const std::vector<int64_t>& starts,
+TokenBatch gather_windows(const TokenCorpus& tokens, const std::vector<int64_t>& starts,
                           int64_t seq_len) {
   TokenBatch batch;
   batch.batch_size = static_cast<int64_t>(starts.size());
@@ -31,16 +30,15 @@ TokenBatch gather_windows(const TokenBuffer& tokens, const std::vector<int64_t>&
                        "window start " + std::to_string(start) + " with seq_len " +
                            std::to_string(seq_len) + " does not fit a corpus of " +
                            std::to_string(corpus) + " tokens");
-    const uint16_t* window = tokens.data() + start;
-    int32_t* inputs = batch.inputs.data() + row * static_cast<size_t>(seq_len);
-    int32_t* targets = batch.targets.data() + row * static_cast<size_t>(seq_len);
-    std::copy_n(window, seq_len, inputs);
-    std::copy_n(window + 1, seq_len, targets);
+    const auto first = static_cast<size_t>(start);
+    const auto count = static_cast<size_t>(seq_len);
+    tokens.copy_to(first, count, batch.inputs.data() + row * count);
+    tokens.copy_to(first + 1, count, batch.targets.data() + row * count);
   }
   return batch;
 }
 
-BatchSampler::BatchSampler(std::shared_ptr<const TokenBuffer> tokens, const SamplerConfig& config)
+BatchSampler::BatchSampler(std::shared_ptr<const TokenCorpus> tokens, const SamplerConfig& config)
     : tokens_(std::move(tokens)), config_(config) {
   MIXTRAIN_CHECK_ARG(tokens_ != nullptr, "BatchSampler: no token buffer");
   MIXTRAIN_CHECK_ARG(config.micro_batch >= 1 && config.seq_len >= 1 && config.grad_accum >= 1 &&

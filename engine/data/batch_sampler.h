@@ -48,7 +48,7 @@ struct SamplerState {
 
 // Copies the (T + 1)-token windows at `starts` out of `tokens` into a batch.
 // Requires every start + seq_len + 1 <= tokens.size() (throws otherwise).
-TokenBatch gather_windows(const TokenBuffer& tokens, const std::vector<int64_t>& starts,
+TokenBatch gather_windows(const TokenCorpus& tokens, const std::vector<int64_t>& starts,
                           int64_t seq_len);
 
 class BatchSampler {
@@ -56,7 +56,7 @@ class BatchSampler {
   // Throws EngineError(kInvalidArgument) if `tokens` is null or holds fewer
   // than seq_len + 1 tokens, or if a config field is out of range
   // (micro_batch, seq_len, grad_accum, world_size >= 1; 0 <= rank < world_size).
-  BatchSampler(std::shared_ptr<const TokenBuffer> tokens, const SamplerConfig& config);
+  BatchSampler(std::shared_ptr<const TokenCorpus> tokens, const SamplerConfig& config);
 
   // The micro_batch * grad_accum * world_size window starts of global step
   // `step`, in draw order, each uniform in [0, tokens - seq_len - 1]. Pure:
@@ -82,7 +82,7 @@ class BatchSampler {
   int64_t global_windows_per_step() const;
 
  private:
-  std::shared_ptr<const TokenBuffer> tokens_;
+  std::shared_ptr<const TokenCorpus> tokens_;
   SamplerConfig config_;
   uint64_t next_step_ = 0;
 };

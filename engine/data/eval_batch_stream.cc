@@ -16,7 +16,7 @@ SamplerConfig eval_config(const SamplerConfig& train_config) {
 
 }  // namespace
 
-EvalBatchStream::EvalBatchStream(std::shared_ptr<const TokenBuffer> val,
+EvalBatchStream::EvalBatchStream(std::shared_ptr<const TokenCorpus> val,
                                  const SamplerConfig& train_config, int64_t num_batches)
     : sampler_(std::move(val), eval_config(train_config)), num_batches_(num_batches) {
   MIXTRAIN_CHECK_ARG(num_batches >= 1,

@@ -22,7 +22,7 @@ class EvalBatchStream {
   // and grad_accum do not apply): batch i is this rank's micro_batch-window
   // slice of global step i of a BatchSampler seeded with kEvalSeed. Throws
   // EngineError(kInvalidArgument) as BatchSampler does, or if num_batches < 1.
-  EvalBatchStream(std::shared_ptr<const TokenBuffer> val, const SamplerConfig& train_config,
+  EvalBatchStream(std::shared_ptr<const TokenCorpus> val, const SamplerConfig& train_config,
                   int64_t num_batches);
 
   int64_t num_batches() const { return num_batches_; }

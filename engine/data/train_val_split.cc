@@ -27,7 +27,7 @@ std::string format_fraction(double fraction) {
 
 }  // namespace
 
-TrainValTokens split_train_val(TokenBuffer tokens, double val_fraction, int64_t seq_len,
+TrainValTokens split_train_val(const TokenCorpus& tokens, double val_fraction, int64_t seq_len,
                                const std::string& source) {
   MIXTRAIN_CHECK_ARG(seq_len >= 1, "seq_len " + std::to_string(seq_len) + " must be at least 1");
   MIXTRAIN_CHECK_ARG(
@@ -39,28 +39,30 @@ TrainValTokens split_train_val(TokenBuffer tokens, double val_fraction, int64_t 
   const std::string split = "with val_fraction " + format_fraction(val_fraction) + ", the ";
   check_holds_a_window(train_count, seq_len, split + "training part of '" + source + "'");
   check_holds_a_window(val_count, seq_len, split + "validation part of '" + source + "'");
-  auto val = std::make_shared<TokenBuffer>(
-      tokens.begin() + static_cast<std::ptrdiff_t>(train_count), tokens.end());
-  tokens.resize(train_count);
-  return {std::make_shared<const TokenBuffer>(std::move(tokens)), std::move(val)};
+  return {std::make_shared<const TokenCorpus>(tokens.slice(0, train_count)),
+          std::make_shared<const TokenCorpus>(tokens.slice(train_count, val_count))};
 }
 
 TrainValTokens load_train_val(const config::DataSpec& spec, int64_t vocab_size, int64_t seq_len,
+                              MemoryTracker& tracker,
                               const std::optional<std::filesystem::path>& data_root) {
   MIXTRAIN_CHECK_ARG(seq_len >= 1, "seq_len " + std::to_string(seq_len) + " must be at least 1");
   MIXTRAIN_CHECK_ARG(!spec.train.empty(), "data.train is required");
   MIXTRAIN_CHECK_ARG(!spec.val || !spec.val_fraction,
                      "give data.val or data.val_fraction, not both");
-  TokenBuffer train = load_token_source(spec.train, spec.format, vocab_size, data_root);
+  TokenCorpus train = load_token_source(spec.train, spec.format, vocab_size, tracker, data_root);
   if (!spec.val) {
-    return split_train_val(std::move(train), config::effective_val_fraction(spec), seq_len,
-                           spec.train);
+    return split_train_val(train, config::effective_val_fraction(spec), seq_len, spec.train);
   }
   check_holds_a_window(train.size(), seq_len, "data source '" + spec.train + "'");
-  TokenBuffer val = load_token_source(*spec.val, spec.format, vocab_size, data_root);
+  TokenCorpus val = load_token_source(*spec.val, spec.format, vocab_size, tracker, data_root);
   check_holds_a_window(val.size(), seq_len, "data source '" + *spec.val + "'");
-  return {std::make_shared<const TokenBuffer>(std::move(train)),
-          std::make_shared<const TokenBuffer>(std::move(val))};
+  return {std::make_shared<const TokenCorpus>(std::move(train)),
+          std::make_shared<const TokenCorpus>(std::move(val))};
+}
+
+int64_t data_bytes_in_memory(const config::DataSpec& spec) {
+  return corpus_bytes_in_memory(spec.train) + (spec.val ? corpus_bytes_in_memory(*spec.val) : 0);
 }
 
 }  // namespace mixtrain

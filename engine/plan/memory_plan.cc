@@ -11,6 +11,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/common/error.h"
 #include "engine/common/usable_cores.h"
+#include "engine/data/train_val_split.h"
 #include "engine/model/gpt_activations.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
@@ -197,6 +198,8 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
   }
   add(MemoryPool::kDevice, MemoryCategory::kWorkspace,
       target.cuda ? cuda_workspace_bytes(d) : cpu_workspace_bytes(d, target));
+  // train_val_split.cc: files are mapped, built-in corpora held in memory.
+  add(MemoryPool::kHost, MemoryCategory::kData, data_bytes_in_memory(spec.data));
 
   // Per-step costs.
   const int64_t accum = spec.train.grad_accum;

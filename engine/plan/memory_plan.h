@@ -3,7 +3,8 @@
 // allocates follows from the job spec: the model states from the ZeRO
 // placement (DESIGN.md §6), the activations from the model shape and the
 // checkpointing mode, the ZeRO buffers from the unit sizes, the kernels'
-// workspace from their largest op. This predicts a rank's peak bytes per
+// workspace from their largest op, the tokens held in memory from the data
+// sources (files are mapped: none). This predicts a rank's peak bytes per
 // (pool, category) for a spec and a world size, with the per-step costs
 // the alternatives are ranked by, so `mixtrain plan` and the coordinator's
 // admission say before a run what it needs.

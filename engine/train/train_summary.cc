@@ -11,21 +11,23 @@ namespace mixtrain {
 
 namespace {
 
-constexpr MemoryCategory kHostCategories[] = {
-    MemoryCategory::kMasterParams, MemoryCategory::kOptimizerState, MemoryCategory::kParams};
-
 // JSON has no NaN or infinity: the loss of a diverged run is written as
 // null, like one never measured.
 std::optional<double> finite_loss(const std::optional<double>& loss) {
   return loss && std::isfinite(*loss) ? loss : std::nullopt;
 }
 
-// The categories a pool's JSON lists, in order.
+// The categories a pool's JSON lists, in order: the host pool's in
+// DESIGN.md §5 order (master_params, optimizer_state, params), then data.
 std::vector<MemoryCategory> listed_categories(MemoryPool pool) {
-  if (pool == MemoryPool::kHost) return {std::begin(kHostCategories), std::end(kHostCategories)};
-  std::vector<MemoryCategory> all;
-  for (int c = 0; c < kNumMemoryCategories; ++c) all.push_back(static_cast<MemoryCategory>(c));
-  return all;
+  if (pool == MemoryPool::kHost)
+    return {MemoryCategory::kMasterParams, MemoryCategory::kOptimizerState, MemoryCategory::kParams,
+            MemoryCategory::kData};
+  std::vector<MemoryCategory> listed;
+  for (int c = 0; c < kNumMemoryCategories; ++c)
+    if (memory_category_in_pool(pool, static_cast<MemoryCategory>(c)))
+      listed.push_back(static_cast<MemoryCategory>(c));
+  return listed;
 }
 
 Json pool_json(const MemoryReport& memory, MemoryPool pool) {

@@ -75,8 +75,9 @@ struct TrainSummary {
   std::vector<RankSummary> ranks;
 
   // The DESIGN.md §5 object, keys in §5 order. "device" lists every memory
-  // category; "host" lists master_params, optimizer_state and params (the
-  // only categories offload places there). An unset or non-finite (a
+  // category but data; "host" lists master_params, optimizer_state and
+  // params (the only categories offload places there), then data (tokens
+  // held in process memory, always host). An unset or non-finite (a
   // diverged run's) loss is null.
   Json to_json() const;
   // Reads what to_json writes (extra keys are ignored). Throws

@@ -6,8 +6,6 @@
 // every rank reported its shard's size and checksum. Every rank agrees on
 // the outcome of each of these steps, so a failure on any rank fails the
 // write on all of them and leaves no checkpoint.
-#include <unistd.h>
-
 #include <algorithm>
 #include <exception>
 
@@ -90,25 +88,25 @@ void Trainer::write_checkpoint() {
   // Stage 0 keeps all the state on every rank: rank 0 writes it as shard 0 of 1.
   const int shards = owned.world_size();
 
-  std::filesystem::path temporary;
-  const std::vector<CheckpointWords> begun =
-      agree_on_checkpoint("begin the checkpoint", leader, [&] {
-        const int64_t epoch = options_.checkpoint_epoch;
-        check_checkpoint_epoch(checkpoint_dir_, epoch, "begin a checkpoint");
-        // One of this step that a resume skipped as damaged is kept aside.
-        const std::optional<SetAsideCheckpoint> aside =
-            set_aside_damaged_checkpoint(checkpoint_dir_, state_.step);
-        if (aside) {
-          log("moved the damaged checkpoint of step " + std::to_string(state_.step) + " aside to " +
-              aside->path.string() + ": " + aside->reason);
-        }
-        // This attempt never wrote this step: one already there was written
-        // by a superseded attempt, and is replaced.
-        if (epoch > 0) remove_checkpoint(checkpoint_dir_, state_.step);
-        temporary = begin_checkpoint(checkpoint_dir_, state_.step);
-        return CheckpointWords{static_cast<int32_t>(::getpid()), 0, 0};
-      });
-  temporary = checkpoint_temporary_dir(checkpoint_dir_, state_.step, begun[0][0]);
+  // Named by the attempt's epoch, which every rank knows, on every host.
+  const int64_t epoch = options_.checkpoint_epoch;
+  const std::filesystem::path temporary =
+      checkpoint_temporary_dir(checkpoint_dir_, state_.step, epoch);
+  agree_on_checkpoint("begin the checkpoint", leader, [&] {
+    check_checkpoint_epoch(checkpoint_dir_, epoch, "begin a checkpoint");
+    // One of this step that a resume skipped as damaged is kept aside.
+    const std::optional<SetAsideCheckpoint> aside =
+        set_aside_damaged_checkpoint(checkpoint_dir_, state_.step);
+    if (aside) {
+      log("moved the damaged checkpoint of step " + std::to_string(state_.step) + " aside to " +
+          aside->path.string() + ": " + aside->reason);
+    }
+    // This attempt never wrote this step: one already there was written
+    // by a superseded attempt, and is replaced.
+    if (epoch > 0) remove_checkpoint(checkpoint_dir_, state_.step, epoch);
+    begin_checkpoint(checkpoint_dir_, state_.step, epoch);
+    return CheckpointWords{};
+  });
   try {
     const std::vector<CheckpointWords> written =
         agree_on_checkpoint("write its shard", shards > 1 || leader, [&] {
@@ -136,10 +134,10 @@ void Trainer::write_checkpoint() {
             recipe.data()};
         files.push_back(write_checkpoint_file(temporary, kFp8RecipeFileName, {&tensor, 1}));
       }
-      check_checkpoint_epoch(checkpoint_dir_, options_.checkpoint_epoch, "commit a checkpoint");
+      check_checkpoint_epoch(checkpoint_dir_, epoch, "commit a checkpoint");
       commit_checkpoint(temporary, state_.step, files, trainer_state_to_json(state_));
-      check_checkpoint_epoch(checkpoint_dir_, options_.checkpoint_epoch, "prune checkpoints");
-      retain_checkpoints(checkpoint_dir_, static_cast<size_t>(spec_.checkpoint.keep));
+      check_checkpoint_epoch(checkpoint_dir_, epoch, "prune checkpoints");
+      retain_checkpoints(checkpoint_dir_, static_cast<size_t>(spec_.checkpoint.keep), epoch);
       return CheckpointWords{};
     });
   } catch (...) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Why: `mixtrain train` is what users run; this drives the real binary the
 # way they do: a tiny job trains and leaves a §5 summary and a checkpoint,
-# the summary says succeeded with the steps asked for, a resume continues
+# the summary says succeeded with the steps asked for (and counts the
+# built-in corpus as host data), a killed earlier run's unfinished
+# checkpoint is removed, a resume continues
 # from the checkpoint (also past damaged newest ones), a second run into a
 # directory holding a run's checkpoints is refused before any work,
 # `mixtrain export` writes a safetensors file (and refuses a missing
@@ -21,6 +23,8 @@ tiny=(--set model.layers=2 --set model.heads=2 --set model.dim=32 --set model.se
       --set train.eval_batches=2 --set resources.workers=1 --set checkpoint.every=4
       --set "checkpoint.dir=$work/ckpt")
 
+# What an earlier run killed mid-checkpoint left (issue 29): removed.
+mkdir -p "$work/ckpt/step_00000099.tmp-epoch-0"
 "$mixtrain" train "$source_dir/examples/demo.yaml" "${tiny[@]}" --set train.steps=8 \
   --summary-json "$work/summary.json" >"$work/out.txt" 2>&1 || { cat "$work/out.txt"; fail "train exited $?"; }
 grep -q '"status": "succeeded"' "$work/summary.json" || fail "summary does not say succeeded"
@@ -33,6 +37,8 @@ done
 grep -q "step 8/8" "$work/out.txt" || fail "no progress line for step 8"
 grep -q "val loss" "$work/out.txt" || fail "no eval line"
 ls "$work/ckpt" | grep -q "step_" || fail "no checkpoint written"
+[ ! -e "$work/ckpt/step_00000099.tmp-epoch-0" ] || fail "a killed run's temporary was left"
+grep -q '"data": 307321' "$work/summary.json" || fail "summary lacks the host's data (builtin:demo, 307321 bytes)"
 
 # Sample from the run: the prompt comes back, followed by generated text.
 "$mixtrain" sample "$work/ckpt" --prompt "chapter" --tokens 40 >"$work/sample.txt" 2>&1 \

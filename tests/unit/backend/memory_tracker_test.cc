@@ -17,12 +17,12 @@ using P = MemoryPool;
 TEST(MemoryTracker, CountsEachAllocationInItsCategoryAndPool) {
   auto backend = make_backend("cpu");
   MemoryTracker& mem = backend->memory();
-  Tensor params = backend->empty({10, 3}, DType::kBF16, C::kParams);              // 60 B
-  Tensor master = backend->empty({10, 3}, DType::kF32, C::kMasterParams);         // 120 B
-  Tensor m = backend->empty({30}, DType::kF32, C::kOptimizerState, P::kHost);     // 120 B
-  Tensor v = backend->empty({30}, DType::kF32, C::kOptimizerState, P::kHost);     // 120 B
-  Tensor ids = backend->empty({7}, DType::kI32, C::kActivations);                 // 28 B
-  Tensor q = backend->empty({5}, DType::kFP8E4M3, C::kWorkspace);                 // 5 B
+  Tensor params = backend->empty({10, 3}, DType::kBF16, C::kParams);           // 60 B
+  Tensor master = backend->empty({10, 3}, DType::kF32, C::kMasterParams);      // 120 B
+  Tensor m = backend->empty({30}, DType::kF32, C::kOptimizerState, P::kHost);  // 120 B
+  Tensor v = backend->empty({30}, DType::kF32, C::kOptimizerState, P::kHost);  // 120 B
+  Tensor ids = backend->empty({7}, DType::kI32, C::kActivations);              // 28 B
+  Tensor q = backend->empty({5}, DType::kFP8E4M3, C::kWorkspace);              // 5 B
 
   EXPECT_EQ(mem.current(P::kDevice, C::kParams), 60u);
   EXPECT_EQ(mem.current(P::kDevice, C::kMasterParams), 120u);
@@ -155,11 +155,22 @@ TEST(MemoryTracker, AllocationsPastTheRamLimitFailNamingIt) {
 TEST(MemoryTracker, NamesMatchTheSummaryJson) {
   EXPECT_STREQ(memory_pool_name(P::kDevice), "device");
   EXPECT_STREQ(memory_pool_name(P::kHost), "host");
-  const char* expected[] = {"params",      "grads",           "master_params", "optimizer_state",
-                            "activations", "gathered_params", "comm_buffers",  "workspace"};
+  const char* expected[] = {"params",          "grads",       "master_params",
+                            "optimizer_state", "activations", "gathered_params",
+                            "comm_buffers",    "workspace",   "data"};
+  ASSERT_EQ(std::size(expected), static_cast<size_t>(kNumMemoryCategories));
   for (int i = 0; i < kNumMemoryCategories; ++i) {
     EXPECT_STREQ(memory_category_name(static_cast<C>(i)), expected[i]);
   }
+}
+
+// Tokens are held in RAM whatever the backend: data is a host category only.
+TEST(MemoryTracker, DataIsListedOnTheHostOnly) {
+  EXPECT_FALSE(memory_category_in_pool(P::kDevice, C::kData));
+  EXPECT_TRUE(memory_category_in_pool(P::kHost, C::kData));
+  EXPECT_TRUE(memory_category_in_pool(P::kDevice, C::kWorkspace));
+  EXPECT_FALSE(memory_category_in_pool(P::kHost, C::kWorkspace));
+  EXPECT_TRUE(memory_category_in_pool(P::kHost, C::kOptimizerState));
 }
 
 }  // namespace

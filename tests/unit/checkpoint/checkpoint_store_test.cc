@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "engine/checkpoint/checkpoint_fence.h"
 #include "engine/checkpoint/crc32c.h"
 #include "engine/checkpoint/manifest.h"
 #include "engine/common/error.h"
@@ -88,15 +90,6 @@ std::vector<std::string> entries(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename());
   std::sort(names.begin(), names.end());
   return names;
-}
-
-// A process id that is certainly not running: a child that has exited and
-// been reaped.
-pid_t dead_pid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ::waitpid(child, nullptr, 0);
-  return child;
 }
 
 TEST(Crc32cTest, MatchesKnownVectors) {
@@ -212,37 +205,67 @@ TEST(CheckpointStoreTest, ListAndLatestOrderByStep) {
   EXPECT_EQ(latest_checkpoint(dir.path())->path, dir.path() / "step_100000000");
 }
 
-TEST(CheckpointStoreTest, TemporaryDirectoryIsIgnoredAndStaleOnesCleaned) {
+// Issue 29: temporaries are named by the attempt's epoch (a pid means
+// nothing on another host or in another pid namespace), and those of ended
+// attempts are removed while the current attempt's, being written, stay.
+TEST(CheckpointStoreTest, TemporariesAreNamedByEpochAndOnlyEarlierEpochsAreCleaned) {
   TempDir dir;
   save_step(dir.path(), 100);
-  // A crashed writer's half-written checkpoint: complete-looking content,
+  EXPECT_EQ(checkpoint_temporary_dir(dir.path(), 200, 3), dir.path() / "step_00000200.tmp-epoch-3");
+  // Attempts 1 and 2 were killed mid-checkpoint: complete-looking content,
   // but never renamed.
-  const fs::path stale = dir.path() / ("step_00000200.tmp-" + std::to_string(dead_pid()));
-  fs::copy(dir.path() / "step_00000100", stale);
-  // A writer that is still running (our parent process) is left alone.
-  const fs::path live = dir.path() / ("step_00000300.tmp-" + std::to_string(::getppid()));
-  fs::create_directory(live);
+  const fs::path killed = checkpoint_temporary_dir(dir.path(), 200, 1);
+  fs::copy(dir.path() / "step_00000100", killed);
+  const fs::path superseded = checkpoint_temporary_dir(dir.path(), 300, 2);
+  fs::create_directory(superseded);
+  // Attempt 3 is writing step 400; a newer attempt 4 (this one is stale) too.
+  const fs::path writing = begin_checkpoint(dir.path(), 400, 3);
+  EXPECT_EQ(writing, checkpoint_temporary_dir(dir.path(), 400, 3));
+  const fs::path newer = checkpoint_temporary_dir(dir.path(), 500, 4);
+  fs::create_directory(newer);
+  fs::create_directory(dir.path() / "step_00000600.tmp-1234");  // not ours: left alone
   EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{100});
 
-  const std::vector<fs::path> removed = retain_checkpoints(dir.path(), 3);
-  EXPECT_EQ(removed, std::vector<fs::path>{stale});
-  EXPECT_FALSE(fs::exists(stale));
-  EXPECT_TRUE(fs::exists(live));
+  std::vector<fs::path> removed = remove_stale_checkpoint_temporaries(dir.path(), 3);
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<fs::path>{killed, superseded}));
+  EXPECT_EQ(entries(dir.path()),
+            (std::vector<std::string>{"step_00000100", "step_00000400.tmp-epoch-3",
+                                      "step_00000500.tmp-epoch-4", "step_00000600.tmp-1234"}));
+  EXPECT_TRUE(remove_stale_checkpoint_temporaries(dir.path(), 3).empty());
+  // Once attempt 3 has ended, its own go too.
+  EXPECT_EQ(remove_stale_checkpoint_temporaries(dir.path(), 4), std::vector<fs::path>{writing});
+  EXPECT_TRUE(remove_stale_checkpoint_temporaries(dir.path() / "absent", 9).empty());
+}
+
+// Every rank of an attempt claims the directory, on whatever host: each
+// claim removes what earlier attempts left, never the claimer's own.
+TEST(CheckpointStoreTest, ClaimingAnEpochRemovesEarlierEpochsTemporaries) {
+  TempDir dir;
+  const fs::path killed = checkpoint_temporary_dir(dir.path(), 7, 1);
+  fs::create_directories(killed / "nested");
+  std::ofstream(killed / "nested" / "shard.safetensors") << "partial";
+  claim_checkpoint_epoch(dir.path(), 2);
+  const fs::path writing = begin_checkpoint(dir.path(), 8, 2);
+  claim_checkpoint_epoch(dir.path(), 2);  // a second rank of attempt 2, later
+  EXPECT_EQ(entries(dir.path()),
+            (std::vector<std::string>{"epoch-2", "step_00000008.tmp-epoch-2"}));
+  EXPECT_TRUE(fs::exists(writing));
 }
 
 TEST(CheckpointStoreTest, RetentionKeepsTheNewestK) {
   TempDir dir;
   for (int64_t step : {100, 200, 300, 400, 500}) save_step(dir.path(), step);
   fs::create_directory(dir.path() / "step_00000050");  // no manifest: left alone
-  const std::vector<fs::path> removed = retain_checkpoints(dir.path(), 2);
+  const std::vector<fs::path> removed = retain_checkpoints(dir.path(), 2, 0);
   EXPECT_EQ(removed,
             (std::vector<fs::path>{dir.path() / "step_00000100", dir.path() / "step_00000200",
                                    dir.path() / "step_00000300"}));
   EXPECT_EQ(listed_steps(dir.path()), (std::vector<int64_t>{400, 500}));
   EXPECT_EQ(entries(dir.path()),
             (std::vector<std::string>{"step_00000050", "step_00000400", "step_00000500"}));
-  EXPECT_TRUE(retain_checkpoints(dir.path(), 2).empty());
-  EXPECT_THROW(retain_checkpoints(dir.path(), 0), EngineError);
+  EXPECT_TRUE(retain_checkpoints(dir.path(), 2, 0).empty());
+  EXPECT_THROW(retain_checkpoints(dir.path(), 0, 0), EngineError);
 }
 
 TEST(CheckpointStoreTest, FailedSaveLeavesNoCheckpointAndNoTemporary) {
@@ -294,7 +317,7 @@ TEST(CheckpointStoreTest, SavingADamagedStepAgainSetsTheDamagedOneAside) {
                                       "step_00000003", "step_00000003.damaged-1"}));
   EXPECT_THAT(load_error(dir.path() / "step_00000002.damaged-1"), HasSubstr("truncated"));
   EXPECT_EQ(load_checkpoint(dir.path() / "step_00000002").state, trainer_state(2));
-  retain_checkpoints(dir.path(), 1);
+  retain_checkpoints(dir.path(), 1, 0);
   EXPECT_EQ(entries(dir.path()),
             (std::vector<std::string>{"step_00000002.damaged-1", "step_00000003",
                                       "step_00000003.damaged-1"}));
@@ -337,15 +360,15 @@ TEST(CheckpointStoreTest, StateOnlyCheckpointRoundTrips) {
 TEST(CheckpointBuilderTest, ManifestListsEveryWritersFile) {
   TempDir dir;
   const TrainerData data(5);
-  const fs::path temporary = begin_checkpoint(dir.path(), 5);
-  EXPECT_EQ(temporary, checkpoint_temporary_dir(dir.path(), 5, ::getpid()));
+  const fs::path temporary = begin_checkpoint(dir.path(), 5, 1);
+  EXPECT_EQ(temporary, checkpoint_temporary_dir(dir.path(), 5, 1));
   const CheckpointFiles files = data.files();
   std::vector<ManifestFile> written;
   for (const auto& [name, tensors] : files) {
     const pid_t child = ::fork();
     if (child == 0) {
       try {
-        write_checkpoint_file(checkpoint_temporary_dir(dir.path(), 5, ::getppid()), name, tensors);
+        write_checkpoint_file(checkpoint_temporary_dir(dir.path(), 5, 1), name, tensors);
       } catch (const EngineError&) {
         ::_exit(1);
       }
@@ -375,7 +398,7 @@ TEST(CheckpointBuilderTest, ManifestListsEveryWritersFile) {
 }
 
 // A job killed after its ranks wrote their files but before the commit:
-// the checkpoint never appears, and retention clears what its dead owner left.
+// the checkpoint never appears, and what it left goes once its attempt ended.
 TEST(CheckpointBuilderTest, CrashBeforeCommitLeavesOnlyAnIgnoredTemporary) {
   TempDir dir;
   save_step(dir.path(), 1);
@@ -383,7 +406,7 @@ TEST(CheckpointBuilderTest, CrashBeforeCommitLeavesOnlyAnIgnoredTemporary) {
   if (child == 0) {
     try {
       const TrainerData data(2);
-      const fs::path temporary = begin_checkpoint(dir.path(), 2);
+      const fs::path temporary = begin_checkpoint(dir.path(), 2, 0);
       for (const auto& [name, tensors] : data.files())
         write_checkpoint_file(temporary, name, tensors);
     } catch (const EngineError&) {
@@ -392,19 +415,20 @@ TEST(CheckpointBuilderTest, CrashBeforeCommitLeavesOnlyAnIgnoredTemporary) {
     ::_exit(0);  // dies without commit_checkpoint
   }
   ::waitpid(child, nullptr, 0);
-  const fs::path orphan = checkpoint_temporary_dir(dir.path(), 2, child);
+  const fs::path orphan = checkpoint_temporary_dir(dir.path(), 2, 0);
   EXPECT_EQ(entries(orphan),
             (std::vector<std::string>{"model.safetensors", "optimizer.safetensors"}));
   EXPECT_EQ(listed_steps(dir.path()), std::vector<int64_t>{1});
   EXPECT_EQ(latest_checkpoint(dir.path())->step, 1);
-  EXPECT_EQ(retain_checkpoints(dir.path(), 3), std::vector<fs::path>{orphan});
+  EXPECT_TRUE(retain_checkpoints(dir.path(), 3, 0).empty());
+  EXPECT_EQ(remove_stale_checkpoint_temporaries(dir.path(), 1), std::vector<fs::path>{orphan});
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"step_00000001"});
 }
 
 TEST(CheckpointBuilderTest, CommitRefusesFilesThatAreNotAsListed) {
   TempDir dir;
   const TrainerData data(3);
-  const fs::path temporary = begin_checkpoint(dir.path(), 3);
+  const fs::path temporary = begin_checkpoint(dir.path(), 3, 0);
   std::vector<ManifestFile> written;
   for (const auto& [name, tensors] : data.files())
     written.push_back(write_checkpoint_file(temporary, name, tensors));

@@ -13,11 +13,11 @@
 
 #include "engine/checkpoint/checkpoint_store.h"
 #include "engine/common/error.h"
-#include "test_support/engine_error.h"
-#include "test_support/temp_dir.h"
 #include "engine/train/trainer_checkpoint_files.h"
 #include "engine/zero/padded_weights.h"
 #include "engine/zero/zero_partition.h"
+#include "test_support/engine_error.h"
+#include "test_support/temp_dir.h"
 
 namespace mixtrain {
 namespace {
@@ -58,7 +58,7 @@ std::vector<FlatRun> owned_runs(int rank, int world, bool partitioned) {
 // (named as `names` says, shard_file_name(i, runs.size()) by default).
 fs::path write_shards(const fs::path& dir, const std::vector<std::vector<FlatRun>>& runs,
                       std::vector<std::string> names = {}) {
-  const fs::path temporary = begin_checkpoint(dir, 1);
+  const fs::path temporary = begin_checkpoint(dir, 1, 0);
   std::vector<ManifestFile> files;
   for (size_t s = 0; s < runs.size(); ++s) {
     if (names.size() <= s) names.push_back(shard_file_name(int(s), int(runs.size())));

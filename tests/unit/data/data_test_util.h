@@ -20,12 +20,35 @@ namespace mixtrain::testing {
 using test_support::TempDir;
 using test_support::throws_invalid_argument;
 
+// The tracker that counts the tests' in-memory corpora.
+inline MemoryTracker& test_tracker() {
+  static MemoryTracker tracker;
+  return tracker;
+}
+
+// `tokens` as a uint16 corpus in memory (counted in test_tracker()).
+inline TokenCorpus corpus_of(const std::vector<uint16_t>& tokens) {
+  std::string bytes;
+  for (uint16_t token : tokens) {
+    bytes.push_back(static_cast<char>(token & 0xFF));
+    bytes.push_back(static_cast<char>(token >> 8));
+  }
+  return TokenCorpus::in_memory(std::move(bytes), TokenCorpus::TokenWidth::kUint16, test_tracker());
+}
+
+// Every token of `corpus`, for comparisons.
+inline std::vector<uint16_t> tokens_of(const TokenCorpus& corpus) {
+  std::vector<uint16_t> tokens(corpus.size());
+  for (size_t i = 0; i < corpus.size(); ++i) tokens[i] = corpus[i];
+  return tokens;
+}
+
 // A corpus of n tokens where token i is i % 65521, so a window's content
 // identifies its start.
-inline std::shared_ptr<const TokenBuffer> counting_corpus(size_t n) {
-  auto tokens = std::make_shared<TokenBuffer>(n);
-  for (size_t i = 0; i < n; ++i) (*tokens)[i] = static_cast<uint16_t>(i % 65521);
-  return tokens;
+inline std::shared_ptr<const TokenCorpus> counting_corpus(size_t n) {
+  std::vector<uint16_t> tokens(n);
+  for (size_t i = 0; i < n; ++i) tokens[i] = static_cast<uint16_t>(i % 65521);
+  return std::make_shared<const TokenCorpus>(corpus_of(tokens));
 }
 
 inline void append_le32(std::string& out, int32_t value) {

@@ -15,6 +15,8 @@ namespace mixtrain {
 namespace {
 
 using testing::llmc_token_file;
+using testing::tokens_of;
+using Tokens = std::vector<uint16_t>;
 using testing::TempDir;
 using testing::throws_invalid_argument;
 
@@ -22,38 +24,40 @@ TEST(TokenFile, TextIsOneTokenPerByte) {
   TempDir dir;
   const std::string text = std::string("hi\n\x01\xff", 5);
   const std::string path = dir.write("corpus.txt", text);
-  EXPECT_EQ(load_token_file(path, config::DataFormat::kText), (TokenBuffer{'h', 'i', '\n', 1, 255}));
-  EXPECT_EQ(load_token_file(path, config::DataFormat::kAuto), (TokenBuffer{'h', 'i', '\n', 1, 255}));
+  EXPECT_EQ(tokens_of(load_token_file(path, config::DataFormat::kText)),
+            (Tokens{'h', 'i', '\n', 1, 255}));
+  EXPECT_EQ(tokens_of(load_token_file(path, config::DataFormat::kAuto)),
+            (Tokens{'h', 'i', '\n', 1, 255}));
 }
 
-TEST(TokenFile, TextLargerThanOneReadChunk) {
+TEST(TokenFile, LargeTextIsItsOwnTokens) {
   TempDir dir;
   std::string text(3 * (1 << 20) + 17, '\0');
   for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>(i * 7 % 251);
-  const TokenBuffer tokens = load_token_file(dir.write("big.txt", text), config::DataFormat::kText);
+  const TokenCorpus tokens = load_token_file(dir.write("big.txt", text), config::DataFormat::kText);
   ASSERT_EQ(tokens.size(), text.size());
   for (size_t i = 0; i < text.size(); ++i) ASSERT_EQ(tokens[i], i * 7 % 251) << "at " << i;
 }
 
 TEST(TokenFile, LlmcTokensRoundTrip) {
   TempDir dir;
-  const TokenBuffer tokens = {0, 1, 255, 256, 50256, 65535, 12345};
+  const Tokens tokens = {0, 1, 255, 256, 50256, 65535, 12345};
   const std::string path = dir.write("tokens.bin", llmc_token_file(tokens));
-  EXPECT_EQ(load_token_file(path, config::DataFormat::kTokens), tokens);
-  EXPECT_EQ(load_token_file(path, config::DataFormat::kAuto), tokens);
+  EXPECT_EQ(tokens_of(load_token_file(path, config::DataFormat::kTokens)), tokens);
+  EXPECT_EQ(tokens_of(load_token_file(path, config::DataFormat::kAuto)), tokens);
 }
 
 TEST(TokenFile, AutoReadsATokenFileAsTextWhenFormatIsText) {
   TempDir dir;
   const std::string bytes = llmc_token_file({7});
-  const TokenBuffer as_text = load_token_file(dir.write("t.bin", bytes), config::DataFormat::kText);
+  const TokenCorpus as_text = load_token_file(dir.write("t.bin", bytes), config::DataFormat::kText);
   EXPECT_EQ(as_text.size(), bytes.size());
 }
 
 TEST(TokenFile, AutoTreatsShortOrMagiclessFilesAsText) {
   TempDir dir;
-  EXPECT_EQ(load_token_file(dir.write("short.txt", "abc"), config::DataFormat::kAuto),
-            (TokenBuffer{'a', 'b', 'c'}));
+  EXPECT_EQ(tokens_of(load_token_file(dir.write("short.txt", "abc"), config::DataFormat::kAuto)),
+            (Tokens{'a', 'b', 'c'}));
   std::string other_magic = llmc_token_file({1, 2}, 2, 20240521);
   EXPECT_EQ(load_token_file(dir.write("m.bin", other_magic), config::DataFormat::kAuto).size(),
             other_magic.size());
@@ -126,14 +130,14 @@ TEST(TokenFile, HeaderShorterThan1024Bytes) {
   EXPECT_TRUE(throws_invalid_argument([&] { load_token_file(path, config::DataFormat::kAuto); },
                                       {path, "100 bytes", "1024-byte", "truncated"}));
   const std::string text_path = dir.write("text.txt", "plain words");
-  EXPECT_TRUE(throws_invalid_argument([&] { load_token_file(text_path, config::DataFormat::kTokens); },
-                                      {text_path, "1024-byte"}));
+  EXPECT_TRUE(throws_invalid_argument(
+      [&] { load_token_file(text_path, config::DataFormat::kTokens); }, {text_path, "1024-byte"}));
 }
 
 TEST(TokenFile, TinyShakespeareIfPresent) {
   const std::string path = std::string(MIXTRAIN_SHARED_DATA_DIR) + "/tinyshakespeare.txt";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
-  const TokenBuffer tokens = load_token_file(path, config::DataFormat::kAuto);
+  const std::vector<uint16_t> tokens = tokens_of(load_token_file(path, config::DataFormat::kAuto));
   ASSERT_EQ(tokens.size(), 1115394u);
   EXPECT_EQ(std::string(tokens.begin(), tokens.begin() + 14), "First Citizen:");
 }

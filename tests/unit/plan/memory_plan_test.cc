@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "engine/common/error.h"
+#include "engine/data/token_source.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
 #include "engine/plan/plan_alternatives.h"
@@ -75,6 +76,22 @@ TEST(MemoryPlan, ModelStatesFollowTheZeroPaperForEveryStageAndOffload) {
       EXPECT_DOUBLE_EQ(states, pool == MemoryPool::kDevice ? c.device : c.host);
     }
   }
+}
+
+// Issue 29: `plan` said 3 MiB fit a run that held 2.4 GB of tokens. A
+// built-in corpus is held in memory, as host data; a file is mapped.
+TEST(MemoryPlan, DataHeldInMemoryIsPlannedOnTheHost) {
+  config::JobSpec spec = small_spec();
+  const MemoryPlan builtin = plan_memory(spec, cpu_target(1));
+  EXPECT_EQ(builtin.at(MemoryPool::kHost, MemoryCategory::kData),
+            corpus_bytes_in_memory("builtin:demo"));
+  EXPECT_GT(builtin.at(MemoryPool::kHost, MemoryCategory::kData), 300000);
+  EXPECT_EQ(builtin.at(MemoryPool::kDevice, MemoryCategory::kData), 0);
+  EXPECT_EQ(builtin.peak(MemoryPool::kHost), builtin.at(MemoryPool::kHost, MemoryCategory::kData));
+  spec.data.train = "corpus.txt";
+  const MemoryPlan mapped = plan_memory(spec, cpu_target(1));
+  EXPECT_EQ(mapped.at(MemoryPool::kHost, MemoryCategory::kData), 0);
+  EXPECT_EQ(mapped.peak(MemoryPool::kDevice), builtin.peak(MemoryPool::kDevice));
 }
 
 TEST(MemoryPlan, Fp32CountsTheMasterWeightsOnceAsTheParameters) {

@@ -111,7 +111,7 @@ TEST(PlacementTest, AnAutoJobStartsInTheCheapestConfigurationItsWorkersHold) {
   EXPECT_TRUE(placed[0].workers.empty());
   EXPECT_EQ(placed[0].wait_reason,
             "asks for 2 cpu workers, only 0 registered with room for a rank (each needs at least "
-            "0.931 GiB plus 1.86 GiB offloaded for 1e+06 parameters at zero.stage 3 + "
+            "0.931 GiB plus 1.86 GiB in host memory for 1e+06 parameters at zero.stage 3 + "
             "offload_optimizer cpu; 2 registered workers have less)");
 }
 

@@ -358,7 +358,8 @@ TEST_F(SchedulerTest, AJobNoWorkerCanHoldIsRefusedWithWhatWouldFit) {
       "precision: {compute: bf16}\nzero: {stage: 3}\nresources: {workers: 1}\n";
   EXPECT_THAT(refusal(huge),
               testing::MatchesRegex(
-                  "job.yaml: no registered worker has room for a rank \\(each needs .* GiB for "
+                  "job.yaml: no registered worker has room for a rank \\(each needs .* GiB plus "
+                  ".* GiB in host memory for "
                   "1.75e\\+11 parameters at zero.stage 3\\); the largest, " +
                   small->id() +
                   ", has 4 GiB; no ZeRO stage, offload or activation checkpointing fits it: "

@@ -329,6 +329,55 @@ TEST(TaskRunnerTest, ARankPastItsWorkersMemoryLimitFailsAsOutOfMemory) {
       << result.message;
 }
 
+// Issue 29: 1.2 GB of text trained on a 1 GiB worker with 2.6 GB of RSS.
+// The corpus is mapped, not copied: a text file larger than the rank's
+// whole limit trains within it, and no data is counted.
+TEST(TaskRunnerTest, ATextFileLargerThanTheMemoryLimitTrainsWithinItMapped) {
+  test_support::TempDir dir;
+  std::string text;
+  for (int i = 0; text.size() < (size_t{12} << 20); ++i)
+    text += "line " + std::to_string(i) + ": the quick fox chases the old owl.\n";
+  Recorder recorder;
+  TaskLaunch launch = launch_for(tiny_spec(3, dir.write("big.txt", text)), dir.path("ckpt"));
+  launch.memory_limit = 8 << 20;  // 8 MiB: the model needs far less, the text more
+  TaskRunner runner(MIXTRAIN_WORKER_BINARY, std::move(launch), recorder.events());
+  const TaskResult result = recorder.result(seconds(60));
+  ASSERT_EQ(result.outcome, v1::TASK_OUTCOME_SUCCEEDED) << result.message;
+  ASSERT_TRUE(result.summary.has_value());
+  const MemoryReport& memory = result.summary->ranks.at(0).memory;
+  EXPECT_EQ(
+      memory.peak[static_cast<int>(MemoryPool::kHost)][static_cast<int>(MemoryCategory::kData)],
+      0u);
+  EXPECT_LE(memory.peak_total[0] + memory.peak_total[1], size_t{8} << 20);
+}
+
+// Issue 29: ranks killed mid-checkpoint left step_N.tmp-* behind after a
+// cancel. Once its child is gone the agent removes what this attempt (1)
+// and earlier ones were building, and nothing of a newer attempt.
+TEST(TaskRunnerTest, AnEndedAttemptsUnfinishedCheckpointsAreRemoved) {
+  test_support::TempDir dir;
+  const std::filesystem::path checkpoints = dir.path("ckpt");
+  const std::filesystem::path mine = checkpoint_temporary_dir(checkpoints, 5, 1);
+  const std::filesystem::path earlier = checkpoint_temporary_dir(checkpoints, 3, 0);
+  const std::filesystem::path newer = checkpoint_temporary_dir(checkpoints, 9, 2);
+  std::filesystem::create_directories(earlier);
+  std::filesystem::create_directories(newer);
+  Recorder recorder;
+  // A rank in the middle of writing its shard when the cancel comes.
+  TaskRunner runner(script(dir, "cat >/dev/null\nmkdir -p " + mine.string() + "\necho partial >" +
+                                    (mine / "shard-00000-of-00002.safetensors").string() +
+                                    "\necho writing\nwhile true; do sleep 0.1; done\n"),
+                    launch_for(tiny_spec(3), checkpoints), recorder.events());
+  for (int i = 0; i < 200 && recorder.output().empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(std::filesystem::exists(mine));
+  runner.cancel("user asked");
+  EXPECT_EQ(recorder.result(seconds(30)).outcome, v1::TASK_OUTCOME_CANCELLED);
+  EXPECT_FALSE(std::filesystem::exists(mine));
+  EXPECT_FALSE(std::filesystem::exists(earlier));
+  EXPECT_TRUE(std::filesystem::exists(newer));
+}
+
 TEST(TaskRunnerTest, MissingExecutableFailsWithoutThrowing) {
   test_support::TempDir dir;
   Recorder recorder;

@@ -46,6 +46,7 @@ StepReport step(int64_t n, bool skipped) {
   out.memory.current[0][static_cast<int>(MemoryCategory::kParams)] = 4096;
   out.memory.peak_total[0] = 10000;
   out.memory.peak[0][static_cast<int>(MemoryCategory::kParams)] = 8192;
+  out.memory.current[1][static_cast<int>(MemoryCategory::kData)] = 300;
   out.comm[CommOp::kAllReduce].calls = 4 * n;
   out.comm[CommOp::kAllReduce].bytes_sent = 1000 * n;
   out.comm[CommOp::kAllReduce].seconds = 0.5 * static_cast<double>(n);
@@ -83,6 +84,11 @@ TEST(WorkerMetricsTest, TaskSeriesCarryLabelsAndAccumulate) {
   EXPECT_TRUE(has(
       text, sample("mixtrain_memory_peak_bytes", {{"kind", "total"}, {"pool", "device"}}, "10000")))
       << text;
+  // Issue 29: tokens held in memory, a host category only.
+  EXPECT_TRUE(
+      has(text, sample("mixtrain_memory_bytes", {{"kind", "data"}, {"pool", "host"}}, "300")))
+      << text;
+  EXPECT_FALSE(has(text, "kind=\"data\",pool=\"device\"")) << text;
   EXPECT_TRUE(has(
       text, sample("mixtrain_memory_peak_bytes", {{"kind", "params"}, {"pool", "device"}}, "8192")))
       << text;
