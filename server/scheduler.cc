@@ -706,6 +706,11 @@ absl::StatusOr<WorkerEntry*> Scheduler::authenticate_locked(const std::string& w
   return worker;
 }
 
+absl::Status Scheduler::check_worker(const std::string& worker_id, const std::string& secret) {
+  absl::MutexLock lock(&mu_);
+  return authenticate_locked(worker_id, secret).status();
+}
+
 absl::Status Scheduler::open_task_stream(const std::string& worker_id, const std::string& secret) {
   absl::MutexLock lock(&mu_);
   const absl::StatusOr<WorkerEntry*> worker = authenticate_locked(worker_id, secret);

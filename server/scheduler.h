@@ -99,6 +99,9 @@ class Scheduler {
       const v1::ReportProgressRequest& request, const std::string& secret, ReportedSummary summary);
   // Appends to the job's log, for the task the worker holds (else ignored).
   absl::Status report_log(const v1::ReportLogRequest& request, const std::string& secret);
+  // OK for a registered worker whose secret this is (NOT_FOUND, or
+  // PERMISSION_DENIED, as for every call of a worker).
+  absl::Status check_worker(const std::string& worker_id, const std::string& secret);
   // OK for a registered worker, which is about to read its task stream.
   absl::Status open_task_stream(const std::string& worker_id, const std::string& secret);
   // The worker leaves: forgets it and its secret; a rank it still held
