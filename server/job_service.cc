@@ -1,6 +1,8 @@
 // Why: see job_service.h.
 #include "server/job_service.h"
 
+#include <absl/strings/str_join.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -18,10 +20,6 @@
 
 namespace mixtrain::server {
 namespace {
-
-// A spec with thousands of mistakes gets the first ones, not a message of
-// megabytes.
-constexpr size_t kMaxProblemsShown = 20;
 
 // Writes the job into `response`, or returns the store's error.
 grpc::Status reply_job(const absl::StatusOr<JobRecord>& record, v1::Job& response) {
@@ -46,16 +44,8 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
       problems.push_back(source + ": " + problem);
     }
   }
-  if (!problems.empty()) {
-    std::string message;
-    for (size_t i = 0; i < std::min(problems.size(), kMaxProblemsShown); ++i) {
-      if (!message.empty()) message += "\n";
-      message += problems[i];
-    }
-    if (problems.size() > kMaxProblemsShown) {
-      message += "\n... and " + std::to_string(problems.size() - kMaxProblemsShown) + " more";
-    }
-    return {grpc::StatusCode::INVALID_ARGUMENT, message};
+  if (!problems.empty()) {  // finish_unary keeps the first ones (error_text.h)
+    return {grpc::StatusCode::INVALID_ARGUMENT, absl::StrJoin(problems, "\n")};
   }
   JobNeeds needs;
   try {

@@ -22,6 +22,8 @@
 #include <absl/base/thread_annotations.h>
 #include <absl/synchronization/mutex.h>
 
+#include "server/error_text.h"
+
 namespace mixtrain::server {
 
 // How many messages may wait behind the one being written, and what a
@@ -71,8 +73,9 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
     act(next);
   }
 
-  // Finishes the call with `status` once the queued messages (and those
-  // refill() still gives) are written. Only the first call counts.
+  // Finishes the call with `status` (its message bounded: error_text.h)
+  // once the queued messages (and those refill() still gives) are written.
+  // Only the first call counts.
   void finish(grpc::Status status) {
     Next next;
     {
@@ -124,7 +127,7 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
         absl::MutexLock lock(&mu_);
         status = status_;
       }
-      this->Finish(std::move(status));
+      this->Finish(bounded_status(status));
     }
   }
 

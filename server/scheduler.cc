@@ -376,7 +376,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
     task.set_resume(started->attempt > 1);
     task.set_data_root(options_.data_root);
     if (needs.min_loss_scale) task.set_min_loss_scale(*needs.min_loss_scale);
-    if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope());
+    if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope(), int64_t(workers.size()));
     WorkerRegistry::assign(worker, v1::running_of(task));
     outbox_->send(worker.worker.id(), std::move(command));
   }
