@@ -142,7 +142,10 @@ JobRecord read_job(const SqliteStatement& row) {
   job.created_unix_ms = row.column_int64(7);
   job.updated_unix_ms = row.column_int64(8);
   job.restarts = static_cast<int32_t>(row.column_int64(9));
-  if (!google::protobuf::util::JsonStringToMessage(row.column_text(10), &job.progress).ok()) {
+  // A job that never ran has none: not parsed (a pass reads thousands).
+  if (const std::string progress = row.column_text(10);
+      !progress.empty() &&
+      !google::protobuf::util::JsonStringToMessage(progress, &job.progress).ok()) {
     job.progress.Clear();
   }
   job.progress.set_steps(job.steps);
