@@ -4,8 +4,9 @@
 // logs, events and attempts: those that finished more than
 // --retain-finished-days ago, and those past the newest
 // --retain-finished-jobs. It does so once at start and then every
-// kRetentionInterval, a batch per transaction so that other calls get the
-// store in between, and never touches a QUEUED, RUNNING or PREEMPTED job.
+// kRetentionInterval, a few thousand rows per transaction so that other
+// calls get the store in between, and never touches a QUEUED, RUNNING or
+// PREEMPTED job.
 #pragma once
 
 #include <absl/base/thread_annotations.h>
@@ -37,7 +38,7 @@ class HistoryRetention {
   HistoryRetention& operator=(const HistoryRetention&) = delete;
 
   // Deletes, now, every finished job the options do not keep; returns how
-  // many, or the store's error.
+  // many jobs and log lines, or the store's error.
   absl::StatusOr<int64_t> delete_expired();
 
   // Starts a thread that calls delete_expired() now and then every

@@ -579,7 +579,7 @@ absl::StatusOr<std::vector<LogRecord>> JobDatabase::logs(std::string_view id, in
 }
 
 absl::StatusOr<int64_t> JobDatabase::delete_finished_jobs(const FinishedJobRetention& retention,
-                                                          int64_t batch) {
+                                                          int64_t max_rows) {
   const std::string finished = std::to_string(v1::JOB_STATE_SUCCEEDED) + ", " +
                                std::to_string(v1::JOB_STATE_FAILED) + ", " +
                                std::to_string(v1::JOB_STATE_CANCELLED);
@@ -594,20 +594,32 @@ absl::StatusOr<int64_t> JobDatabase::delete_finished_jobs(const FinishedJobReten
   select.bind(1, retention.ended_before_unix_ms)
       .bind(2, retention.keep_newest > 0 ? retention.keep_newest
                                          : std::numeric_limits<int64_t>::max())
-      .bind(3, batch);
+      .bind(3, max_rows);
   ASSIGN_OR_RETURN(ids, read_rows(select, [](const SqliteStatement& row) {
                      return row.column_text(0);
                    }));
+  int64_t rows = 0;
   for (const std::string& id : ids) {
-    for (const char* table : {"logs", "events", "attempts", "assignments", "jobs"}) {
+    // A job's log may hold thousands of lines: at most what is left of
+    // max_rows goes now, and the job itself only once its log is gone.
+    const int64_t left = max_rows - rows;
+    ASSIGN_OR_RETURN(trim, db_->prepare("DELETE FROM logs WHERE seq IN (SELECT seq FROM logs "
+                                        "WHERE job_id = ? ORDER BY seq LIMIT ?)"));
+    RETURN_IF_ERROR(trim.bind(1, id).bind(2, left).run());
+    ASSIGN_OR_RETURN(changes, db_->prepare("SELECT changes()"));
+    RETURN_IF_ERROR(changes.step().status());
+    rows += changes.column_int64(0);
+    if (changes.column_int64(0) == left) break;  // lines may be left: a later call
+    for (const char* table : {"events", "attempts", "assignments", "jobs"}) {
       const std::string column = std::string_view(table) == "jobs" ? "id" : "job_id";
       ASSIGN_OR_RETURN(remove,
                        db_->prepare("DELETE FROM " + std::string(table) + " WHERE " + column + " = ?"));
       RETURN_IF_ERROR(remove.bind(1, id).run());
     }
+    if (++rows >= max_rows) break;
   }
   RETURN_IF_ERROR(tx.commit());
-  return int64_t(ids.size());
+  return rows;
 }
 
 absl::StatusOr<int64_t> JobDatabase::seq_before_last(std::string_view id, int64_t lines) {

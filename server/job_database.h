@@ -188,12 +188,14 @@ class JobDatabase {
   // it has no more than that).
   absl::StatusOr<int64_t> seq_before_last(std::string_view id, int64_t lines);
 
-  // Deletes at most `batch` SUCCEEDED, FAILED or CANCELLED jobs that
-  // `retention` does not keep, oldest first, with their log, events,
-  // attempts and assignments, in one transaction; never a QUEUED, RUNNING
-  // or PREEMPTED one. Returns how many it deleted (call again until 0:
-  // other calls get the store in between).
-  absl::StatusOr<int64_t> delete_finished_jobs(const FinishedJobRetention& retention, int64_t batch);
+  // Deletes the SUCCEEDED, FAILED and CANCELLED jobs that `retention` does
+  // not keep, oldest first, with their log, events, attempts and
+  // assignments, in one transaction that stops after about `max_rows`
+  // jobs and log lines (a job goes once its log has); never a QUEUED,
+  // RUNNING or PREEMPTED one. Returns the jobs and log lines it deleted:
+  // call again until 0, other calls getting the store in between.
+  absl::StatusOr<int64_t> delete_finished_jobs(const FinishedJobRetention& retention,
+                                               int64_t max_rows);
 
  private:
   // The file a store was opened on, to notice it being deleted or replaced.
