@@ -36,7 +36,7 @@ if [ -x "$build/bench/coordinator_load" ]; then
 fi
 if [ -x "$build/bench/scheduler_scale" ]; then
   echo
-  echo "== scheduler: 100,000 finished jobs stored vs none, 200 fake workers over gRPC"
+  echo "== scheduler: 100,000 finished or 10,000 queued jobs stored vs none, 200 fake workers over gRPC"
   "$build/bench/scheduler_scale" "$build/bin"
 fi
 echo

@@ -1,6 +1,7 @@
 // Why: see job_commands.h.
 #include "client/job_commands.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -73,19 +74,33 @@ void print_status_table(const v1::Job& job, std::ostream& out) {
 
 }  // namespace
 
-int run_jobs_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
+int run_jobs_command(CoordinatorClient& client, bool all, OutputFormat format, std::ostream& out,
                      std::ostream& err) {
-  v1::ListJobsResponse response;
-  const grpc::Status status = client.call(&v1::JobService::Stub::ListJobs, {}, response);
-  if (!status.ok()) return client.report(status, "", err);
+  constexpr int kPageJobs = 1000;  // the most a page holds
+  std::vector<v1::Job> jobs;       // newest first, as the pages come
+  v1::ListJobsRequest request;
+  request.set_page_size(all ? kPageJobs : kRecentJobs);
+  bool more = true;
+  while (more) {
+    v1::ListJobsResponse response;
+    const grpc::Status status = client.call(&v1::JobService::Stub::ListJobs, request, response);
+    if (!status.ok()) return client.report(status, "", err);
+    for (v1::Job& job : *response.mutable_jobs()) {
+      if (all || int(jobs.size()) < kRecentJobs) jobs.push_back(std::move(job));
+    }
+    more = !response.next_page_token().empty();
+    if (!all && int(jobs.size()) >= kRecentJobs) break;
+    request.set_page_token(response.next_page_token());
+  }
+  std::reverse(jobs.begin(), jobs.end());  // oldest first
   if (format == OutputFormat::kJson) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (const v1::Job& job : response.jobs()) list.push_back(job_json(job, false));
+    for (const v1::Job& job : jobs) list.push_back(job_json(job, false));
     out << list.dump(2) << "\n";
     return kExitOk;
   }
   TextTable table({"ID", "NAME", "STATE", "PRIORITY", "ATTEMPT", "STEP/STEPS", "AGE", "MESSAGE"});
-  for (const v1::Job& job : response.jobs()) {
+  for (const v1::Job& job : jobs) {
     table.add_row(
         {job.id(), job.name(), state_name(job.state()), std::to_string(job.priority()),
          std::to_string(job.attempt()),
@@ -93,6 +108,9 @@ int run_jobs_command(CoordinatorClient& client, OutputFormat format, std::ostrea
          format_age(job.created_unix_ms()), trim_cell(job.message(), 48)});
   }
   table.print(out);
+  if (more) {
+    err << "(the " << jobs.size() << " most recent jobs; `mixtrain jobs --all` lists every one)\n";
+  }
   return kExitOk;
 }
 

@@ -10,10 +10,15 @@
 
 namespace mixtrain::cli {
 
-// Lists every job, oldest first: a table (ID, NAME, STATE, ATTEMPT,
-// STEP/STEPS, AGE, MESSAGE) or a JSON list of job_json(job, false).
+// How many of the newest jobs `mixtrain jobs` lists without --all.
+inline constexpr int kRecentJobs = 50;
+
+// Lists the kRecentJobs newest jobs, or with `all` every job (following
+// every ListJobs page), oldest first: a table (ID, NAME, STATE, PRIORITY,
+// ATTEMPT, STEP/STEPS, AGE, MESSAGE) or a JSON list of job_json(job,
+// false). A table of only the newest says so on `err` when there are more.
 // Returns 0, or CoordinatorClient::report's exit code.
-int run_jobs_command(CoordinatorClient& client, OutputFormat format, std::ostream& out,
+int run_jobs_command(CoordinatorClient& client, bool all, OutputFormat format, std::ostream& out,
                      std::ostream& err);
 
 // Shows one job: state, attempt, restarts, progress, workers, message, the

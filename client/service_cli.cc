@@ -37,7 +37,9 @@ ServiceCli::ServiceCli(CLI::App& app) {
                    "(port 0: a free one)")
       ->capture_default_str();
 
-  jobs_ = app.add_subcommand("jobs", "list the coordinator's jobs");
+  jobs_ = app.add_subcommand("jobs", "list the coordinator's " + std::to_string(kRecentJobs) +
+                                         " most recent jobs (--all: every job)");
+  jobs_->add_flag("--all", list_all_jobs_, "list every job, however many");
   status_ = app.add_subcommand("status", "show one job");
   status_->add_option("id", job_id_, "job id")->required();
   cancel_ = app.add_subcommand("cancel", "cancel a queued or running job");
@@ -66,7 +68,7 @@ std::optional<int> ServiceCli::run(OutputFormat format, bool terminal, std::ostr
   if (submit_->parsed()) {
     return run_submit_command(*client, submit_args_, format, terminal, out, err);
   }
-  if (jobs_->parsed()) return run_jobs_command(*client, format, out, err);
+  if (jobs_->parsed()) return run_jobs_command(*client, list_all_jobs_, format, out, err);
   if (status_->parsed()) return run_status_command(*client, job_id_, format, out, err);
   if (cancel_->parsed()) return run_cancel_command(*client, job_id_, format, out, err);
   if (logs_->parsed()) return run_logs_command(*client, logs_args_, format, out, err);

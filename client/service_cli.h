@@ -36,6 +36,7 @@ class ServiceCli {
   CLI::App* submit_ = nullptr;
   CLI::App* local_ = nullptr;
   CLI::App* jobs_ = nullptr;
+  bool list_all_jobs_ = false;
   CLI::App* status_ = nullptr;
   CLI::App* logs_ = nullptr;
   CLI::App* cancel_ = nullptr;

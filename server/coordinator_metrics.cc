@@ -55,7 +55,12 @@ CoordinatorMetrics::CoordinatorMetrics(const std::string& version)
                           .Help("CPU time of one pass of the scheduler loop")
                           .Register(*registry_)
                           .Add({}, prometheus::Histogram::BucketBoundaries{
-                                       1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 1})) {
+                                       1e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 1})),
+      log_page_reads_(prometheus::BuildCounter()
+                          .Name("mixtrain_log_store_reads_total")
+                          .Help("Pages of job log read from the store for StreamLogs followers")
+                          .Register(*registry_)
+                          .Add({})) {
   prometheus::BuildGauge()
       .Name("mixtrain_build_info")
       .Help("The coordinator's version")

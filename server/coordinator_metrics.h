@@ -33,6 +33,10 @@ class CoordinatorMetrics {
   // Observes mixtrain_scheduler_pass_cpu_seconds: the CPU time of one pass
   // of the scheduler's loop (liveness, placement, starts).
   void scheduler_pass(double cpu_seconds) { scheduler_pass_.Observe(cpu_seconds); }
+  // mixtrain_log_store_reads_total += 1: a StreamLogs follower read a page
+  // of its job's log from the store (caught-up followers get new lines
+  // without one).
+  void log_page_read() { log_page_reads_.Increment(); }
 
   // The Prometheus text exposition, with mixtrain_jobs{state} and
   // mixtrain_workers{state} set from these counts (missing states are 0).
@@ -48,6 +52,7 @@ class CoordinatorMetrics {
   prometheus::Counter& preemptions_;
   prometheus::Histogram& schedule_latency_;
   prometheus::Histogram& scheduler_pass_;
+  prometheus::Counter& log_page_reads_;
 };
 
 }  // namespace mixtrain::server

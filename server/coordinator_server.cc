@@ -17,14 +17,15 @@ CoordinatorServer::CoordinatorServer(std::unique_ptr<JobDatabase> database,
     : database_(std::move(database)),
       secrets_(std::move(secrets)),
       metrics_(MIXTRAIN_VERSION),
-      watchers_(database_.get()),
+      watchers_(database_.get(), &metrics_),
       scheduler_(database_.get(), secrets_.get(), &rendezvous_, &outbox_, &metrics_,
                  {options.worker_timeout, checkpoint_root.string(), data_root.string(),
                   options.stall_timeout, options.preempt_grace, options.first_step_timeout,
                   options.lost_worker_retention}),
       job_service_(database_.get(), &scheduler_, &watchers_, &metrics_,
                    BearerAuth(options.auth_token), data_root),
-      worker_service_(&scheduler_, &outbox_, &rendezvous_, BearerAuth(options.join_token)) {}
+      worker_service_(&scheduler_, &outbox_, &rendezvous_, BearerAuth(options.join_token)),
+      retention_(database_.get(), options.retention) {}
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
     const CoordinatorOptions& options) {
@@ -69,6 +70,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
   if (!http.ok()) return http.status();
   c.http_ = std::move(*http);
   if (absl::Status started = c.scheduler_.start(); !started.ok()) return started;
+  c.retention_.start();
 
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_pem.empty()) {
@@ -114,6 +116,7 @@ void CoordinatorServer::shutdown() {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     }
     scheduler_.stop();
+    retention_.stop();
     http_.reset();
     database_->set_listener(nullptr);
   });

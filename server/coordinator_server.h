@@ -15,6 +15,7 @@
 
 #include "net/http_server.h"
 #include "server/coordinator_metrics.h"
+#include "server/history_retention.h"
 #include "server/job_database.h"
 #include "server/job_service.h"
 #include "server/job_watchers.h"
@@ -46,6 +47,8 @@ struct CoordinatorOptions {
   std::chrono::milliseconds first_step_timeout{1'800'000};
   // How long a LOST worker stays listed before it is forgotten.
   std::chrono::milliseconds lost_worker_retention{300'000};
+  // Which finished jobs (with their logs) are kept.
+  RetentionOptions retention;
 };
 
 // Largest message accepted from a client or worker, and sent back.
@@ -88,6 +91,7 @@ class CoordinatorServer {
   Scheduler scheduler_;
   JobServiceImpl job_service_;
   WorkerServiceImpl worker_service_;
+  HistoryRetention retention_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<net::HttpServer> http_;
   int port_ = 0;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "engine/common/error.h"
@@ -86,6 +87,15 @@ const std::string kActiveStates = std::to_string(v1::JOB_STATE_QUEUED) + ", " +
                                   std::to_string(v1::JOB_STATE_RUNNING) + ", " +
                                   std::to_string(v1::JOB_STATE_PREEMPTED);
 
+// What list_active_jobs reads, for the active jobs only: a pass reads it
+// alone and never a jobs row, whose columns after spec_yaml lie behind the
+// spec's overflow pages (a scheduler pass over 10,000 queued jobs with
+// 60 KB specs read 30 pages per job to reach their messages).
+const std::string kActiveJobsIndex =
+    "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(state, id, name, steps, attempt, message, "
+    "created_ms, updated_ms, restarts, progress, configuration) WHERE state IN (" +
+    kActiveStates + ")";
+
 // Binds `needs` to the 8 parameters from `first` on: workers, backend,
 // max_restarts, configurations, min_loss_scale, min_compute_capability,
 // priority, preemptible.
@@ -101,11 +111,24 @@ SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeed
                               : statement.bind_null(first + 4);
 }
 
-constexpr std::string_view kJobColumns =
-    "SELECT id, name, state, spec_yaml, steps, attempt, message, created_ms, updated_ms, "
-    "restarts, progress, summary_json, needs_workers, needs_backend, needs_max_restarts, "
-    "needs_configurations, needs_min_loss_scale, needs_min_compute_capability, spec_json, "
-    "configuration, needs_priority, needs_preemptible FROM jobs ";
+// The SELECT of jobs rows that read_job reads: every column, or without
+// the texts (spec_yaml and summary_json read as '', spec_json as NULL) and
+// without the needs (NULL): what is read per row of a list. `extra`, when
+// given, is read after them (column kJobColumnCount).
+constexpr int kJobColumnCount = 22;
+std::string job_columns(bool with_texts, bool with_needs, std::string_view extra = "") {
+  const auto text = [&](const char* column) { return with_texts ? column : "''"; };
+  const auto need = [&](const char* column) { return with_needs ? column : "NULL"; };
+  return std::string("SELECT id, name, state, ") + text("spec_yaml") +
+         ", steps, attempt, message, created_ms, updated_ms, restarts, progress, " +
+         text("summary_json") + ", " + need("needs_workers") + ", " + need("needs_backend") + ", " +
+         need("needs_max_restarts") + ", " + need("needs_configurations") + ", " +
+         need("needs_min_loss_scale") + ", " + need("needs_min_compute_capability") + ", " +
+         (with_texts ? "spec_json" : "NULL") + ", configuration, " + need("needs_priority") + ", " +
+         need("needs_preemptible") + (extra.empty() ? "" : ", ") + std::string(extra) +
+         " FROM jobs ";
+}
+const std::string kJobColumns = job_columns(/*with_texts=*/true, /*with_needs=*/true);
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
@@ -119,7 +142,10 @@ JobRecord read_job(const SqliteStatement& row) {
   job.created_unix_ms = row.column_int64(7);
   job.updated_unix_ms = row.column_int64(8);
   job.restarts = static_cast<int32_t>(row.column_int64(9));
-  if (!google::protobuf::util::JsonStringToMessage(row.column_text(10), &job.progress).ok()) {
+  // A job that never ran has none: not parsed (a pass reads thousands).
+  if (const std::string progress = row.column_text(10);
+      !progress.empty() &&
+      !google::protobuf::util::JsonStringToMessage(progress, &job.progress).ok()) {
     job.progress.Clear();
   }
   job.progress.set_steps(job.steps);
@@ -254,6 +280,7 @@ absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::open(const std::string
   ASSIGN_OR_RETURN(db, SqliteDb::open(path));
   RETURN_IF_ERROR(db->exec(kSchema));
   RETURN_IF_ERROR(add_missing_columns(*db));
+  RETURN_IF_ERROR(db->exec(kActiveJobsIndex.c_str()));
   RETURN_IF_ERROR(fill_missing_resolution(*db));
   struct stat opened {};
   if (stat(path.c_str(), &opened) != 0) {
@@ -342,21 +369,49 @@ absl::StatusOr<JobRecord> JobDatabase::get_job_locked(std::string_view id) {
   return job;
 }
 
-absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_jobs() {
+absl::StatusOr<std::vector<ListedJob>> JobDatabase::list_jobs(const JobListing& listing) {
+  std::string where = "WHERE rowid < ?";
+  if (!listing.states.empty()) {
+    where += " AND state IN (";
+    for (size_t i = 0; i < listing.states.size(); ++i) {
+      where += (i == 0 ? "" : ", ") + std::to_string(int64_t{listing.states[i]});
+    }
+    where += ")";
+  }
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(jobs,
-                   select_rows(*db_, std::string(kJobColumns) + "ORDER BY rowid", "", read_job));
-  for (JobRecord& job : jobs) RETURN_IF_ERROR(fill_workers_locked(job));
+  ASSIGN_OR_RETURN(select,
+                   db_->prepare(job_columns(/*with_texts=*/false, /*with_needs=*/true, "rowid") +
+                                where + " ORDER BY rowid DESC LIMIT ?"));
+  select.bind(1, listing.before > 0 ? listing.before : std::numeric_limits<int64_t>::max())
+      .bind(2, listing.limit);
+  ASSIGN_OR_RETURN(jobs, read_rows(select, [](const SqliteStatement& row) {
+                     return ListedJob{read_job(row), row.column_int64(kJobColumnCount)};
+                   }));
+  for (ListedJob& listed : jobs) RETURN_IF_ERROR(fill_workers_locked(listed.job));
   return jobs;
+}
+
+absl::StatusOr<std::optional<JobNeeds>> JobDatabase::stored_needs(std::string_view id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(select, db_->prepare(job_columns(/*with_texts=*/false, /*with_needs=*/true,
+                                                    "spec_json IS NOT NULL") +
+                                        "WHERE id = ?"));
+  select.bind(1, id);
+  ASSIGN_OR_RETURN(has_row, select.step());
+  if (!has_row) return absl::NotFoundError("no job with id '" + std::string(id) + "'");
+  const bool has_spec = select.column_int64(kJobColumnCount) != 0;
+  return has_spec ? read_job(select).needs : std::nullopt;
 }
 
 absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_active_jobs() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(jobs, select_rows(*db_,
-                                     std::string(kJobColumns) + "WHERE state IN (" + kActiveStates +
-                                         ") ORDER BY rowid",
+                                     job_columns(/*with_texts=*/false, /*with_needs=*/false) +
+                                         "WHERE state IN (" + kActiveStates + ") ORDER BY rowid",
                                      "", read_job));
-  for (JobRecord& job : jobs) RETURN_IF_ERROR(fill_workers_locked(job));
+  for (JobRecord& job : jobs) {
+    if (job.attempt > 0) RETURN_IF_ERROR(fill_workers_locked(job));  // never started: none
+  }
   return jobs;
 }
 
@@ -493,6 +548,10 @@ absl::Status JobDatabase::append_log(std::string_view id, int32_t attempt, int32
   ASSIGN_OR_RETURN(tx, begin_write_locked());
   RETURN_IF_ERROR(get_job_locked(id).status());
   LogRecord line{attempt, rank, now_unix_ms(), std::string(text)};
+  ASSIGN_OR_RETURN(previous,
+                   db_->prepare("SELECT COALESCE(MAX(seq), 0) FROM logs WHERE job_id = ?"));
+  RETURN_IF_ERROR(previous.bind(1, id).step().status());
+  const int64_t previous_seq = previous.column_int64(0);
   ASSIGN_OR_RETURN(insert, db_->prepare("INSERT INTO logs(job_id, attempt, rank, unix_ms, text) "
                                         "VALUES(?, ?, ?, ?, ?)"));
   RETURN_IF_ERROR(
@@ -507,7 +566,7 @@ absl::Status JobDatabase::append_log(std::string_view id, int32_t attempt, int32
   RETURN_IF_ERROR(tx.commit());
   lock.Release();
   if (JobDatabaseListener* listener = listener_.load())
-    listener->log_appended(std::string(id), line);
+    listener->log_appended(std::string(id), line, previous_seq);
   return absl::OkStatus();
 }
 
@@ -518,6 +577,50 @@ absl::StatusOr<std::vector<LogRecord>> JobDatabase::logs(std::string_view id, in
                                         "WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?"));
   select.bind(1, id).bind(2, after_seq).bind(3, limit);
   return read_rows(select, read_log);
+}
+
+absl::StatusOr<int64_t> JobDatabase::delete_finished_jobs(const FinishedJobRetention& retention,
+                                                          int64_t max_rows) {
+  const std::string finished = std::to_string(v1::JOB_STATE_SUCCEEDED) + ", " +
+                               std::to_string(v1::JOB_STATE_FAILED) + ", " +
+                               std::to_string(v1::JOB_STATE_CANCELLED);
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(tx, begin_write_locked());
+  // The newest keep_newest finished jobs stay; past them, every one goes.
+  ASSIGN_OR_RETURN(select,
+                   db_->prepare("SELECT id FROM jobs WHERE state IN (" + finished +
+                                ") AND (updated_ms < ?1 OR rowid <= (SELECT rowid FROM jobs WHERE "
+                                "state IN (" + finished +
+                                ") ORDER BY rowid DESC LIMIT 1 OFFSET ?2)) ORDER BY rowid LIMIT ?3"));
+  select.bind(1, retention.ended_before_unix_ms)
+      .bind(2, retention.keep_newest > 0 ? retention.keep_newest
+                                         : std::numeric_limits<int64_t>::max())
+      .bind(3, max_rows);
+  ASSIGN_OR_RETURN(ids, read_rows(select, [](const SqliteStatement& row) {
+                     return row.column_text(0);
+                   }));
+  int64_t rows = 0;
+  for (const std::string& id : ids) {
+    // A job's log may hold thousands of lines: at most what is left of
+    // max_rows goes now, and the job itself only once its log is gone.
+    const int64_t left = max_rows - rows;
+    ASSIGN_OR_RETURN(trim, db_->prepare("DELETE FROM logs WHERE seq IN (SELECT seq FROM logs "
+                                        "WHERE job_id = ? ORDER BY seq LIMIT ?)"));
+    RETURN_IF_ERROR(trim.bind(1, id).bind(2, left).run());
+    ASSIGN_OR_RETURN(changes, db_->prepare("SELECT changes()"));
+    RETURN_IF_ERROR(changes.step().status());
+    rows += changes.column_int64(0);
+    if (changes.column_int64(0) == left) break;  // lines may be left: a later call
+    for (const char* table : {"events", "attempts", "assignments", "jobs"}) {
+      const std::string column = std::string_view(table) == "jobs" ? "id" : "job_id";
+      ASSIGN_OR_RETURN(remove,
+                       db_->prepare("DELETE FROM " + std::string(table) + " WHERE " + column + " = ?"));
+      RETURN_IF_ERROR(remove.bind(1, id).run());
+    }
+    if (++rows >= max_rows) break;
+  }
+  RETURN_IF_ERROR(tx.commit());
+  return rows;
 }
 
 absl::StatusOr<int64_t> JobDatabase::seq_before_last(std::string_view id, int64_t lines) {

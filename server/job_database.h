@@ -76,8 +76,11 @@ class JobDatabaseListener {
   virtual ~JobDatabaseListener() = default;
   // The job's row changed (state, message or progress), or it was created.
   virtual void job_changed(const std::string& id) = 0;
-  // A line was appended to the job's log.
-  virtual void log_appended(const std::string& id, const LogRecord& line) = 0;
+  // `line` was appended to the job's log after its line `previous_seq` (0:
+  // its first): a listener told of two lines the other way round can tell
+  // that one is missing.
+  virtual void log_appended(const std::string& id, const LogRecord& line,
+                            int64_t previous_seq) = 0;
 };
 
 // What a transition records besides the state and message.
@@ -86,6 +89,24 @@ struct TransitionDetails {
   std::string summary_json;          // entering SUCCEEDED or FAILED: the job's summary
   std::string configuration;         // entering RUNNING: what its `auto` keys became
   bool spends_restart = false;       // entering QUEUED after a failed attempt: counts a restart
+};
+
+// Which jobs list_jobs returns.
+struct JobListing {
+  std::vector<v1::JobState> states;  // empty: every state
+  int64_t before = 0;  // only jobs stored before this position (0: from the newest)
+  int64_t limit = 100;
+};
+
+struct ListedJob {
+  JobRecord job;
+  int64_t position = 0;  // where it is stored: a later listing goes on before it
+};
+
+// Which finished jobs delete_finished_jobs deletes (0 turns either rule off).
+struct FinishedJobRetention {
+  int64_t ended_before_unix_ms = 0;  // those that finished before this time
+  int64_t keep_newest = 0;           // all but the newest this many finished jobs
 };
 
 struct JobDatabaseOptions {
@@ -110,12 +131,21 @@ class JobDatabase {
   // NOT_FOUND for an unknown id.
   absl::StatusOr<JobRecord> get_job(std::string_view id);
 
-  // Every job, oldest first.
-  absl::StatusOr<std::vector<JobRecord>> list_jobs();
+  // A page of jobs, newest first, without spec texts or summary
+  // (spec_yaml, spec_json and summary_json empty).
+  absl::StatusOr<std::vector<ListedJob>> list_jobs(const JobListing& listing = {});
   // The QUEUED, RUNNING and PREEMPTED jobs, oldest first: what the scheduler looks at,
   // read through an index on state, so its cost follows the queue and not
-  // the history.
+  // the history. Without spec texts, summary or needs (spec_yaml,
+  // spec_json and summary_json empty, needs unset): a pass over thousands
+  // of queued jobs reads neither their specs nor parses their needs, which
+  // never change (stored_needs has them).
   absl::StatusOr<std::vector<JobRecord>> list_active_jobs();
+  // The needs stored with the job at submit, without reading its spec
+  // texts; nullopt for a job stored without them or without its validated
+  // spec (by an older coordinator, its spec no longer parsing). NOT_FOUND
+  // for an unknown id.
+  absl::StatusOr<std::optional<JobNeeds>> stored_needs(std::string_view id);
   // How many jobs are in each state (states without jobs absent): one
   // query, for the metrics page.
   absl::StatusOr<std::map<v1::JobState, int64_t>> count_jobs_by_state();
@@ -159,6 +189,15 @@ class JobDatabase {
   // The seq after which the job's last `lines` stored lines start (0 when
   // it has no more than that).
   absl::StatusOr<int64_t> seq_before_last(std::string_view id, int64_t lines);
+
+  // Deletes the SUCCEEDED, FAILED and CANCELLED jobs that `retention` does
+  // not keep, oldest first, with their log, events, attempts and
+  // assignments, in one transaction that stops after about `max_rows`
+  // jobs and log lines (a job goes once its log has); never a QUEUED,
+  // RUNNING or PREEMPTED one. Returns the jobs and log lines it deleted:
+  // call again until 0, other calls getting the store in between.
+  absl::StatusOr<int64_t> delete_finished_jobs(const FinishedJobRetention& retention,
+                                               int64_t max_rows);
 
  private:
   // The file a store was opened on, to notice it being deleted or replaced.

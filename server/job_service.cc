@@ -2,6 +2,7 @@
 #include "server/job_service.h"
 
 #include <absl/strings/numbers.h>
+#include <absl/strings/str_join.h>
 
 #include <algorithm>
 #include <map>
@@ -21,16 +22,19 @@
 namespace mixtrain::server {
 namespace {
 
-// A spec with thousands of mistakes gets the first ones, not a message of
-// megabytes.
-constexpr size_t kMaxProblemsShown = 20;
-
 // Writes the job into `response`, or returns the store's error.
 grpc::Status reply_job(const absl::StatusOr<JobRecord>& record, v1::Job& response) {
   if (!record.ok()) return to_grpc(record.status());
   job_to_proto(*record, /*full=*/true, response);
   return grpc::Status::OK;
 }
+
+// ListJobs pages: the default and largest number of jobs, and the bytes
+// after which a page stops (a client accepts 4 MiB; a job's message may
+// hold 64 KiB).
+constexpr int64_t kDefaultJobsPage = 100;
+constexpr int64_t kMaxJobsPage = 1000;
+constexpr size_t kMaxJobsPageBytes = 2 << 20;
 
 }  // namespace
 
@@ -48,16 +52,8 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
       problems.push_back(source + ": " + problem);
     }
   }
-  if (!problems.empty()) {
-    std::string message;
-    for (size_t i = 0; i < std::min(problems.size(), kMaxProblemsShown); ++i) {
-      if (!message.empty()) message += "\n";
-      message += problems[i];
-    }
-    if (problems.size() > kMaxProblemsShown) {
-      message += "\n... and " + std::to_string(problems.size() - kMaxProblemsShown) + " more";
-    }
-    return {grpc::StatusCode::INVALID_ARGUMENT, message};
+  if (!problems.empty()) {  // finish_unary keeps the first ones (error_text.h)
+    return {grpc::StatusCode::INVALID_ARGUMENT, absl::StrJoin(problems, "\n")};
   }
   JobNeeds needs;
   try {
@@ -82,6 +78,39 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
   metrics_->job_submitted();
   scheduler_->wake();
   response.set_id(job->id);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::list(const v1::ListJobsRequest& request,
+                                  v1::ListJobsResponse& response) {
+  JobListing listing;
+  for (const int state : request.states()) listing.states.push_back(v1::JobState(state));
+  listing.limit = request.page_size() <= 0 ? kDefaultJobsPage
+                                           : std::min<int64_t>(request.page_size(), kMaxJobsPage);
+  if (!request.page_token().empty()) {
+    const std::string& token = request.page_token();
+    const bool digits = token.size() <= 18 && std::all_of(token.begin(), token.end(), [](char c) {
+                          return c >= '0' && c <= '9';
+                        });
+    listing.before = digits ? std::stoll(token) : 0;
+    if (listing.before <= 0) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "ListJobsRequest.page_token is not one ListJobs gave out: pass next_page_token "
+              "as it came, or none for the first page"};
+    }
+  }
+  const int64_t page_size = listing.limit;
+  ++listing.limit;  // one more tells whether another page follows
+  const absl::StatusOr<std::vector<ListedJob>> jobs = database_->list_jobs(listing);
+  if (!jobs.ok()) return to_grpc(jobs.status());
+  for (int64_t i = 0; i < int64_t(jobs->size()); ++i) {
+    const bool full = i == page_size || response.ByteSizeLong() >= kMaxJobsPageBytes;
+    if (full) {
+      response.set_next_page_token(std::to_string((*jobs)[size_t(i) - 1].position));
+      break;
+    }
+    job_to_proto((*jobs)[size_t(i)].job, /*full=*/false, *response.add_jobs());
+  }
   return grpc::Status::OK;
 }
 
@@ -119,18 +148,7 @@ grpc::ServerUnaryReactor* JobServiceImpl::GetJob(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* JobServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                    const v1::ListJobsRequest* request,
                                                    v1::ListJobsResponse* response) {
-  return finish_unary(context, auth_, *request, [&] {
-    const absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_jobs();
-    if (!jobs.ok()) return to_grpc(jobs.status());
-    for (const JobRecord& job : *jobs) {
-      const auto& states = request->states();
-      if (!states.empty() && std::find(states.begin(), states.end(), job.state) == states.end()) {
-        continue;
-      }
-      job_to_proto(job, /*full=*/false, *response->add_jobs());
-    }
-    return grpc::Status::OK;
-  });
+  return finish_unary(context, auth_, *request, [&] { return list(*request, *response); });
 }
 
 grpc::ServerUnaryReactor* JobServiceImpl::CancelJob(grpc::CallbackServerContext* context,

@@ -42,6 +42,8 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
   // The job with its spec, summary and events; NOT_FOUND for an unknown id.
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const v1::GetJobRequest* request, v1::Job* response) override;
+  // A page of jobs, newest first, without spec or summary (mixtrain.proto);
+  // INVALID_ARGUMENT for a page token it did not give out.
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,
                                      v1::ListJobsResponse* response) override;
@@ -62,6 +64,7 @@ class JobServiceImpl final : public v1::JobService::CallbackService {
  private:
   grpc::Status submit(const v1::SubmitJobRequest& request, v1::SubmitJobResponse& response);
   grpc::Status get(const std::string& id, v1::Job& response);
+  grpc::Status list(const v1::ListJobsRequest& request, v1::ListJobsResponse& response);
 
   JobDatabase* const database_;
   Scheduler* const scheduler_;

@@ -1,10 +1,12 @@
 // Why: see job_watchers.h. Every push happens under the hub's lock, so the
-// updates of one job reach each stream in the order they were committed.
+// updates of one job reach each stream in the order they were committed;
+// log lines are ordered by their followers (log_follow.h).
 #include "server/job_watchers.h"
 
 #include <algorithm>
 
 #include "server/job_proto.h"
+#include "server/log_follow.h"
 #include "server/queued_writer.h"
 #include "server/unary_call.h"
 
@@ -12,16 +14,6 @@ namespace mixtrain::server {
 namespace {
 
 const grpc::Status kShuttingDown(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down");
-
-v1::LogLine to_proto(const LogRecord& record) {
-  v1::LogLine line;
-  line.set_attempt(record.attempt);
-  line.set_rank(record.rank);
-  line.set_unix_ms(record.unix_ms);
-  line.set_text(record.text);
-  line.set_seq(record.seq);
-  return line;
-}
 
 }  // namespace
 
@@ -39,37 +31,6 @@ class JobWatch final : public QueuedWriter<v1::JobUpdate> {
   void on_done() override { hub_->forget(this); }
   JobWatchers* const hub_;
   const std::string job_id_;
-};
-
-// Reads the job's lines from the store a page at a time, after the last
-// one it wrote, whenever it is idle and told of new lines: the store is
-// its queue, so a client reading slowly costs one page, and lines reach it
-// in the order they were stored even when the notices of two concurrent
-// appends arrive the other way round.
-class LogFollow final : public QueuedWriter<v1::LogLine> {
- public:
-  LogFollow(JobWatchers* hub, JobDatabase* database, std::string job_id, int64_t after_seq)
-      : hub_(hub), database_(database), job_id_(std::move(job_id)), last_seq_(after_seq) {}
-  const std::string& job_id() const { return job_id_; }
-
- private:
-  static constexpr int64_t kPageLines = 64;  // at most 1 MiB of 16 KiB lines
-
-  void on_done() override { hub_->forget(this); }
-  std::vector<v1::LogLine> refill() override {
-    const absl::StatusOr<std::vector<LogRecord>> lines =
-        database_->logs(job_id_, last_seq_, kPageLines);
-    std::vector<v1::LogLine> page;
-    if (!lines.ok()) return page;  // the store's error ends nothing: the next notice retries
-    for (const LogRecord& line : *lines) page.push_back(to_proto(line));
-    if (!lines->empty()) last_seq_ = lines->back().seq;
-    return page;
-  }
-
-  JobWatchers* const hub_;
-  JobDatabase* const database_;
-  const std::string job_id_;
-  int64_t last_seq_;  // of the newest line written; only refill touches it
 };
 
 grpc::ServerWriteReactor<v1::JobUpdate>* JobWatchers::watch(const std::string& job_id) {
@@ -106,11 +67,11 @@ void JobWatchers::update_locked(JobWatch& watch, const JobRecord& record) {
 
 grpc::ServerWriteReactor<v1::LogLine>* JobWatchers::stream_logs(
     const v1::StreamLogsRequest& request) {
-  absl::MutexLock lock(&mu_);
-  if (closed_) return new RefusedWriter<v1::LogLine>(kShuttingDown);
+  // The store is read before taking the hub's lock: appends and job
+  // changes take it, so it is never held while waiting for the store.
   const absl::StatusOr<JobRecord> job = database_->get_job(request.id());
   absl::StatusOr<int64_t> after_seq = request.after_seq();
-  if (request.after_seq() <= 0) {
+  if (job.ok() && request.after_seq() <= 0) {
     after_seq = request.tail_lines() > 0
                     ? database_->seq_before_last(request.id(), request.tail_lines())
                     : int64_t{0};
@@ -118,46 +79,82 @@ grpc::ServerWriteReactor<v1::LogLine>* JobWatchers::stream_logs(
   if (!job.ok() || !after_seq.ok()) {
     return new RefusedWriter<v1::LogLine>(to_grpc(job.ok() ? after_seq.status() : job.status()));
   }
-  auto* follow = new LogFollow(this, database_, request.id(), *after_seq);
-  if (!request.follow() || is_final_state(job->state)) {
-    follow->finish(grpc::Status::OK);  // after writing every stored line
-  } else {
-    follows_[request.id()].insert(follow);
-    follow->pull();
+  const bool following = request.follow() && !is_final_state(job->state);
+  LogFollow* follow = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return new RefusedWriter<v1::LogLine>(kShuttingDown);
+    follow = new LogFollow(this, database_, metrics_, request.id(), *after_seq);
+    if (following) follows_[request.id()].insert(follow);
+  }
+  if (!following) {
+    if (follow->finish(grpc::Status::OK)) follow->read_store();  // every stored line, then OK
+    return follow;
+  }
+  follow->start();
+  // Its job may have ended before it was registered, unseen by job_changed.
+  if (const absl::StatusOr<JobRecord> now = database_->get_job(request.id());
+      now.ok() && is_final_state(now->state)) {
+    std::vector<LogFollow*> reading;
+    {
+      absl::MutexLock lock(&mu_);
+      if (const auto follows = follows_.find(request.id());
+          follows != follows_.end() && follows->second.contains(follow)) {
+        reading = finish_locked({follow}, grpc::Status::OK);
+      }
+    }
+    for (LogFollow* finishing : reading) finishing->read_store();
   }
   return follow;
 }
 
 void JobWatchers::job_changed(const std::string& id) {
-  absl::MutexLock lock(&mu_);
-  const auto watches = watches_.find(id);
-  const auto follows = follows_.find(id);
-  if (watches == watches_.end() && follows == follows_.end()) return;
-  const absl::StatusOr<JobRecord> job = database_->get_job(id);
-  if (!job.ok()) return;
-  if (watches != watches_.end()) {
-    for (JobWatch* watch : watches->second) update_locked(*watch, *job);
+  std::vector<LogFollow*> reading;
+  {
+    absl::MutexLock lock(&mu_);
+    const auto watches = watches_.find(id);
+    const auto follows = follows_.find(id);
+    if (watches == watches_.end() && follows == follows_.end()) return;
+    const absl::StatusOr<JobRecord> job = database_->get_job(id);
+    if (!job.ok()) return;
+    if (watches != watches_.end()) {
+      for (JobWatch* watch : watches->second) update_locked(*watch, *job);
+    }
+    if (follows == follows_.end() || !is_final_state(job->state)) return;
+    reading = finish_locked(follows->second, grpc::Status::OK);
   }
-  if (follows == follows_.end() || !is_final_state(job->state)) return;
-  for (LogFollow* follow : follows->second) follow->finish(grpc::Status::OK);
+  for (LogFollow* follow : reading) follow->read_store();
 }
 
-void JobWatchers::log_appended(const std::string& id, const LogRecord&) {
+std::vector<LogFollow*> JobWatchers::finish_locked(const std::set<LogFollow*>& follows,
+                                                   const grpc::Status& status) {
+  std::vector<LogFollow*> reading;
+  for (LogFollow* follow : follows) {
+    if (follow->finish(status)) reading.push_back(follow);
+  }
+  return reading;
+}
+
+void JobWatchers::log_appended(const std::string& id, const LogRecord& line,
+                               int64_t previous_seq) {
   absl::MutexLock lock(&mu_);
   const auto follows = follows_.find(id);
   if (follows == follows_.end()) return;
-  for (LogFollow* follow : follows->second) follow->pull();
+  for (LogFollow* follow : follows->second) follow->line_appended(line, previous_seq);
 }
 
 void JobWatchers::close() {
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   closed_ = true;
   for (auto& [id, watches] : watches_) {
     for (JobWatch* watch : watches) watch->finish(kShuttingDown);
   }
+  std::vector<LogFollow*> reading;
   for (auto& [id, follows] : follows_) {
-    for (LogFollow* follow : follows) follow->finish(kShuttingDown);
+    for (LogFollow* follow : finish_locked(follows, kShuttingDown)) reading.push_back(follow);
   }
+  lock.Release();
+  for (LogFollow* follow : reading) follow->read_store();
 }
 
 void JobWatchers::forget(JobWatch* watch) {

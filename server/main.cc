@@ -123,6 +123,15 @@ int main(int argc, char** argv) {
                  "forgotten; it registers anew under a new id")
       ->check(CLI::Range(0.0, 86400.0 * 30))
       ->capture_default_str();
+  app.add_option("--retain-finished-days", options.retention.finished_days,
+                 "finished jobs (and their logs and events) are deleted this many days after "
+                 "they finished; 0 keeps them however old")
+      ->check(CLI::Range(int64_t{0}, int64_t{365'000}))
+      ->capture_default_str();
+  app.add_option("--retain-finished-jobs", options.retention.finished_jobs,
+                 "at most this many finished jobs are kept, the newest; 0: no limit")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000'000}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,4 +1,4 @@
-// Why: three server streams (a worker's Tasks, WatchJob, StreamLogs) are
+// Why: two server streams (a worker's Tasks, WatchJob) are
 // written from other threads whenever something happens, while gRPC allows
 // one write in flight and no Finish during a write. This reactor queues the
 // messages, writes them one at a time and finishes only once idle; a
@@ -7,9 +7,6 @@
 // (300 silent WatchJob streams once took it from 196 MB to 850 MB), so the
 // queue is bounded: either a new message supersedes the queued ones (only
 // the latest job state matters) or the stream ends with RESOURCE_EXHAUSTED.
-// A writer may also pull its messages (refill) instead of being pushed
-// them: a log follower reads the store a page at a time, so the store is
-// its queue and a slow client costs one page.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -17,10 +14,11 @@
 #include <deque>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include <absl/base/thread_annotations.h>
 #include <absl/synchronization/mutex.h>
+
+#include "server/error_text.h"
 
 namespace mixtrain::server {
 
@@ -60,19 +58,8 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
     act(next);
   }
 
-  // Starts writing what refill() gives, unless a write is in flight.
-  void pull() {
-    Next next;
-    {
-      absl::MutexLock lock(&mu_);
-      if (writing_ || finished_) return;
-      next = next_locked();
-    }
-    act(next);
-  }
-
-  // Finishes the call with `status` once the queued messages (and those
-  // refill() still gives) are written. Only the first call counts.
+  // Finishes the call with `status` (its message bounded: error_text.h)
+  // once the queued messages are written. Only the first call counts.
   void finish(grpc::Status status) {
     Next next;
     {
@@ -90,9 +77,6 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
   // Called once the call is over, before the reactor deletes itself:
   // whoever pushes to it must forget it here.
   virtual void on_done() = 0;
-  // The messages to write next once the queue ran empty; none: nothing
-  // more for now. Called under the writer's lock, never concurrently.
-  virtual std::vector<T> refill() { return {}; }
 
  private:
   enum class Next { kIdle, kWrite, kFinish };
@@ -100,9 +84,6 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
   // With no write in flight: takes the next message into current_, or
   // says the call can finish, or that there is nothing to do.
   Next next_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (queue_.empty() && !broken_) {
-      for (T& message : refill()) queue_.push_back(std::move(message));
-    }
     if (!queue_.empty()) {
       current_ = std::move(queue_.front());
       queue_.pop_front();
@@ -124,14 +105,13 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
         absl::MutexLock lock(&mu_);
         status = status_;
       }
-      this->Finish(std::move(status));
+      this->Finish(bounded_status(status));
     }
   }
 
   // Ends the call with `status` without writing anything more.
   void end_locked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     queue_.clear();
-    broken_ = true;
     if (!finishing_) status_ = std::move(status);
     finishing_ = true;
   }
@@ -169,7 +149,6 @@ class QueuedWriter : public grpc::ServerWriteReactor<T> {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // finish asked for (or the call broke)
   bool finished_ ABSL_GUARDED_BY(mu_) = false;   // Finish called
-  bool broken_ ABSL_GUARDED_BY(mu_) = false;     // nothing more may be written
   grpc::Status status_ ABSL_GUARDED_BY(mu_);     // set when finishing_ becomes true
 };
 

@@ -3,6 +3,7 @@
 
 #include <absl/time/time.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace mixtrain::server {
@@ -15,12 +16,41 @@ absl::Status not_open(const std::string& scope) {
       "its rendezvous");
 }
 
+// Gloo's address of one peer is under 200 bytes; a rank's keys are a few.
+constexpr size_t kBaseEntries = 1024;
+constexpr size_t kEntriesPerRank = 64;
+constexpr size_t kBaseBytes = size_t{16} << 20;
+constexpr size_t kBytesPerRankPair = 1024;
+
 void run_completions(
     std::vector<std::pair<RendezvousStore::Done, absl::StatusOr<std::string>>>& completions) {
   for (auto& [done, result] : completions) done(std::move(result));
 }
 
 }  // namespace
+
+ScopeLimits scope_limits(int64_t world_size) {
+  const size_t ranks = size_t(std::max<int64_t>(world_size, 1));
+  return {.entries = kBaseEntries + kEntriesPerRank * ranks,
+          .bytes = kBaseBytes + kBytesPerRankPair * ranks * ranks};
+}
+
+absl::Status RendezvousStore::check_room(const std::string& name, const Scope& scope,
+                                         size_t entries, size_t bytes) {
+  if (scope.used.entries + entries > scope.limits.entries) {
+    return absl::ResourceExhaustedError(
+        "scope '" + name + "' holds " + std::to_string(scope.used.entries) +
+        " keys and add ids; at most " + std::to_string(scope.limits.entries) +
+        " are accepted for its world size (a rank stores far more than a rendezvous needs)");
+  }
+  if (scope.used.bytes + bytes > scope.limits.bytes) {
+    return absl::ResourceExhaustedError(
+        "scope '" + name + "' holds " + std::to_string(scope.used.bytes) + " bytes; this would add " +
+        std::to_string(bytes) + " and at most " + std::to_string(scope.limits.bytes) +
+        " are accepted for its world size (a rank stores far more than a rendezvous needs)");
+  }
+  return absl::OkStatus();
+}
 
 RendezvousStore::RendezvousStore() : timer_([this] { run_timer(); }) {}
 
@@ -49,9 +79,9 @@ void RendezvousStore::collect_satisfied(const std::string& scope,
   }
 }
 
-void RendezvousStore::open_scope(const std::string& scope) {
+void RendezvousStore::open_scope(const std::string& scope, int64_t world_size) {
   absl::MutexLock lock(&mu_);
-  scopes_[scope] = Scope();
+  scopes_[scope] = Scope{.limits = scope_limits(world_size)};
 }
 
 absl::Status RendezvousStore::set(const std::string& scope, const std::string& key,
@@ -61,7 +91,20 @@ absl::Status RendezvousStore::set(const std::string& scope, const std::string& k
     absl::MutexLock lock(&mu_);
     const auto open = scopes_.find(scope);
     if (open == scopes_.end()) return not_open(scope);
-    open->second.keys.set(key, value);
+    Scope& entry = open->second;
+    const std::string* old = entry.keys.find(key);
+    // A replaced value frees its bytes; room is checked for the growth only.
+    const size_t old_bytes = old == nullptr ? 0 : key.size() + old->size();
+    const size_t new_bytes = key.size() + value.size();
+    const size_t added_entries = old == nullptr ? 1 : 0;
+    if (absl::Status room = check_room(scope, entry, added_entries,
+                                       new_bytes > old_bytes ? new_bytes - old_bytes : 0);
+        !room.ok()) {
+      return room;
+    }
+    entry.used.entries += added_entries;
+    entry.used.bytes = entry.used.bytes + new_bytes - old_bytes;
+    entry.keys.set(key, value);
     collect_satisfied(scope, completions);
   }
   run_completions(completions);
@@ -101,17 +144,28 @@ absl::StatusOr<int64_t> RendezvousStore::add(const std::string& scope, const std
     absl::MutexLock lock(&mu_);
     const auto open = scopes_.find(scope);
     if (open == scopes_.end()) return not_open(scope);
-    if (const auto seen = open->second.adds.find(request_id);
-        !request_id.empty() && seen != open->second.adds.end()) {
+    Scope& entry = open->second;
+    if (const auto seen = entry.adds.find(request_id);
+        !request_id.empty() && seen != entry.adds.end()) {
       return seen->second;
     }
-    const std::optional<int64_t> added = open->second.keys.add(key, delta);
+    // The sum's decimal text is at most 20 bytes.
+    constexpr size_t kSumBytes = 20;
+    const std::string* old = entry.keys.find(key);
+    const size_t added_entries = (old == nullptr ? 1 : 0) + (request_id.empty() ? 0 : 1);
+    const size_t added_bytes = (old == nullptr ? key.size() + kSumBytes : 0) + request_id.size();
+    if (absl::Status room = check_room(scope, entry, added_entries, added_bytes); !room.ok()) {
+      return room;
+    }
+    const std::optional<int64_t> added = entry.keys.add(key, delta);
     if (!added) {
       return absl::InvalidArgumentError("key '" + key + "' in scope '" + scope +
                                         "' holds a non-integer value");
     }
     sum = *added;
-    if (!request_id.empty()) open->second.adds[request_id] = sum;
+    entry.used.entries += added_entries;
+    entry.used.bytes += added_bytes;
+    if (!request_id.empty()) entry.adds[request_id] = sum;
     collect_satisfied(scope, completions);
   }
   run_completions(completions);

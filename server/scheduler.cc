@@ -91,6 +91,7 @@ absl::Status Scheduler::start() {
   if (!jobs.ok()) return jobs.status();
   {
     absl::MutexLock lock(&mu_);
+    if (absl::Status needs = fill_needs_locked(*jobs); !needs.ok()) return needs;
     // Agents retry every 2 s at most and their channels reconnect within
     // 2 s, so a live worker is back within one timeout plus that margin.
     const int64_t deadline = now_unix_ms() + options_.worker_timeout.count() + kReconnectMarginMs;
@@ -218,18 +219,32 @@ void Scheduler::forget_ended_jobs_locked(const std::vector<JobRecord>& active) {
   const auto ended = [&](const auto& entry) { return !ids.contains(entry.first); };
   std::erase_if(last_failure_, ended);
   std::erase_if(restart_at_ms_, ended);
+  std::erase_if(needs_, ended);
+}
+
+absl::Status Scheduler::fill_needs_locked(std::vector<JobRecord>& jobs) {
+  for (JobRecord& job : jobs) {
+    auto known = needs_.find(job.id);
+    if (known == needs_.end()) {
+      absl::StatusOr<std::optional<JobNeeds>> stored = database_->stored_needs(job.id);
+      if (!stored.ok()) return stored.status();
+      known = needs_.emplace(job.id, std::move(*stored)).first;
+    }
+    job.needs = known->second;
+  }
+  return absl::OkStatus();
 }
 
 void Scheduler::schedule_locked() {
-  const absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_active_jobs();
-  if (!jobs.ok()) return;
+  absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_active_jobs();
+  if (!jobs.ok() || !fill_needs_locked(*jobs).ok()) return;
   forget_ended_jobs_locked(*jobs);
   std::vector<QueuedJob> queued;
   std::map<std::string, const JobRecord*> by_id;
   for (const JobRecord& job : *jobs) {
     if (job.state != v1::JOB_STATE_QUEUED) continue;
     std::string message;
-    if (!job.needs || job.spec_json.empty()) {
+    if (!job.needs) {
       message = "the stored spec no longer parses";
     } else if (const auto restart = restart_at_ms_.find(job.id); restart != restart_at_ms_.end()) {
       const int64_t wait_ms = restart->second - now_unix_ms();
@@ -352,9 +367,11 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
                                      const std::vector<WorkerEntry*>& workers) {
   TransitionDetails details;
   for (WorkerEntry* worker : workers) details.workers.push_back(worker->worker.id());
-  std::string spec_json = job.spec_json;
+  const absl::StatusOr<JobRecord> stored = database_->get_job(job.id);  // with its spec
+  if (!stored.ok()) return;
+  std::string spec_json = stored->spec_json;
   try {
-    const config::JobSpec spec = config::job_spec_from_json(parse_json(job.spec_json));
+    const config::JobSpec spec = config::job_spec_from_json(parse_json(stored->spec_json));
     if (spec.auto_keys.any()) {
       details.configuration = plan::describe_auto(configuration.choice, spec.auto_keys);
       spec_json =
@@ -397,7 +414,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
     task.set_resume(started->attempt > 1);
     task.set_data_root(options_.data_root);
     if (needs.min_loss_scale) task.set_min_loss_scale(*needs.min_loss_scale);
-    if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope());
+    if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope(), int64_t(workers.size()));
     WorkerRegistry::assign(worker, v1::running_of(task));
     outbox_->send(worker.worker.id(), std::move(command));
   }

@@ -172,6 +172,9 @@ class Scheduler {
   bool should_wake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return dirty_ || stopping_; }
   void tick_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void schedule_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets the needs of each of `jobs` (listed without them) from needs_,
+  // reading those of a job seen for the first time from the store.
+  absl::Status fill_needs_locked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops what is remembered of jobs no longer in `active` (they ended).
   void forget_ended_jobs_locked(const std::vector<JobRecord>& active)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -253,6 +256,10 @@ class Scheduler {
   // When a requeued job may start again: restarts back off exponentially,
   // so a job failing at once does not spend every restart in a second.
   std::map<std::string, int64_t> restart_at_ms_ ABSL_GUARDED_BY(mu_);
+  // What each active job needs, read once (a spec never changes), so that
+  // a pass over thousands of queued jobs reads no spec (issue 29); nullopt
+  // for one whose stored spec no longer parses.
+  std::map<std::string, std::optional<JobNeeds>> needs_ ABSL_GUARDED_BY(mu_);
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // something to schedule
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -11,6 +11,7 @@
 
 #include <absl/status/status.h>
 #include "server/bearer_auth.h"
+#include "server/error_text.h"
 #include "server/request_bounds.h"
 
 namespace mixtrain::server {
@@ -28,7 +29,7 @@ inline grpc::Status admit(const grpc::CallbackServerContext& context, const Bear
 }
 
 // Finishes the call with admit's verdict, or when it lets the call in,
-// with what `handle` returns.
+// with what `handle` returns (its message bounded: error_text.h).
 inline grpc::ServerUnaryReactor* finish_unary(grpc::CallbackServerContext* context,
                                               const BearerAuth& auth,
                                               const google::protobuf::Message& request,
@@ -36,7 +37,7 @@ inline grpc::ServerUnaryReactor* finish_unary(grpc::CallbackServerContext* conte
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   grpc::Status status = admit(*context, auth, request);
   if (status.ok()) status = handle();
-  reactor->Finish(status);
+  reactor->Finish(bounded_status(status));
   return reactor;
 }
 

@@ -30,12 +30,12 @@ grpc::ServerUnaryReactor* finish_later(grpc::CallbackServerContext* context, con
   grpc::Status status = admit(*context, auth, request);
   if (status.ok()) status = to_grpc(check_access());
   if (!status.ok()) {
-    reactor->Finish(status);
+    reactor->Finish(bounded_status(status));
     return reactor;
   }
   start([reactor, on_value = std::move(on_value)](absl::StatusOr<std::string> value) {
     if (value.ok()) on_value(*value);
-    reactor->Finish(value.ok() ? grpc::Status::OK : to_grpc(value.status()));
+    reactor->Finish(value.ok() ? grpc::Status::OK : bounded_status(to_grpc(value.status())));
   });
   return reactor;
 }

@@ -97,6 +97,45 @@ TEST_F(CoordinatorTest, SubmittedJobIsQueuedAndShown) {
   EXPECT_EQ(jobs.jobs(0).state(), v1::JOB_STATE_QUEUED);
 }
 
+// At 200,000 jobs one ListJobs answer outgrew what a client accepts, for
+// good (issue 29): jobs come a page at a time, newest first, and the next
+// page token goes on where a page ended.
+TEST_F(CoordinatorTest, ListJobsComesAPageAtATimeNewestFirst) {
+  std::vector<std::string> submitted;
+  for (int i = 0; i < 5; ++i) {
+    std::string id;
+    ASSERT_TRUE(submit(kValidSpec, &id).ok());
+    submitted.insert(submitted.begin(), id);  // newest first
+  }
+  std::vector<std::string> listed;
+  v1::ListJobsRequest request;
+  request.set_page_size(2);
+  int pages = 0;
+  do {
+    v1::ListJobsResponse page;
+    const grpc::Status status = stub_->ListJobs(context().get(), request, &page);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_LE(page.jobs_size(), 2);
+    for (const v1::Job& job : page.jobs()) {
+      listed.push_back(job.id());
+      EXPECT_TRUE(job.spec_yaml().empty());
+    }
+    request.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!request.page_token().empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(listed, submitted);
+
+  for (const char* token : {"x1", "-5", "0", "99999999999999999999"}) {
+    request.set_page_token(token);
+    v1::ListJobsResponse page;
+    const grpc::Status status = stub_->ListJobs(context().get(), request, &page);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << token;
+    EXPECT_NE(status.error_message().find("page_token"), std::string::npos);
+  }
+  EXPECT_EQ(list_jobs().jobs_size(), 5);  // the default page holds them all
+}
+
 TEST_F(CoordinatorTest, RestartedCoordinatorStillHasTheJob) {
   std::string id;
   ASSERT_TRUE(submit(kValidSpec, &id).ok());

@@ -13,6 +13,7 @@
 #include "engine/common/json.h"
 #include "engine/config/job_spec_json.h"
 #include "jobspec/job_spec_yaml.h"
+#include "server/sqlite_db.h"
 
 namespace mixtrain::server {
 namespace {
@@ -84,6 +85,32 @@ TEST_F(SchedulerTest, GangJobWaitsForEnoughIdleWorkersThenStartsEveryRank) {
   EXPECT_EQ(b.world_size(), 2);
   EXPECT_FALSE(cuda->next(std::chrono::milliseconds(100)).has_value());
   await_state(id, v1::JOB_STATE_RUNNING);
+}
+
+// 3,000 queued jobs with 64 KiB specs once cost 0.4 s of CPU per pass
+// (issue 29): a pass must not read a queued job's spec or needs again,
+// they never change. Here they vanish from the store while it waits, and
+// it still starts with them.
+TEST_F(SchedulerTest, AQueuedJobsNeedsAreReadOnceAndNotOnEveryPass) {
+  auto first = worker();
+  const std::string id = submit(spec(2, 0, "cpu"));
+  ASSERT_TRUE(eventually([&] {
+    return job(id).message() == "asks for 2 cpu workers, only 1 registered";
+  })) << job(id).message();
+  auto sql = SqliteDb::open(dir_.path("jobs.db"));
+  ASSERT_TRUE(sql.ok()) << sql.status();
+  ASSERT_TRUE((*sql)
+                  ->exec(("UPDATE jobs SET needs_workers = NULL, needs_configurations = NULL, "
+                          "spec_yaml = '' WHERE id = '" + id + "'")
+                             .c_str())
+                  .ok());
+  auto second = worker();
+  const v1::Task a = first->next_start();
+  const v1::Task b = second->next_start();
+  EXPECT_EQ(a.world_size(), 2);
+  EXPECT_EQ(a.job_id(), id);
+  EXPECT_EQ(b.job_id(), id);
+  EXPECT_NE(job(id).message(), "the stored spec no longer parses");
 }
 
 TEST_F(SchedulerTest, WaitingMessageCountsIdleWorkers) {

@@ -162,6 +162,47 @@ TEST_F(StoreTest, AnAddRetriedWithItsRequestIdAddsOnce) {
   EXPECT_EQ(sum, 5);
 }
 
+TEST_F(StoreTest, AScopeHoldsWhatItsWorldSizeNeedsAndNoMore) {
+  const ScopeLimits limits = scope_limits(1);
+  const std::string mebibyte(1 << 20, 'v');
+  const size_t fitting = limits.bytes / (mebibyte.size() + 8);  // keys "big/NNN" are short
+  for (size_t i = 0; i < fitting; ++i) {
+    ASSERT_TRUE(set("big/" + std::to_string(100 + i), mebibyte).ok()) << i;
+  }
+  const grpc::Status refused = set("big/999", mebibyte);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("scope '" + scope_ + "' holds"), std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find(std::to_string(limits.bytes)), std::string::npos);
+  // Replacing a key with a value of its size needs no room; what was stored stays.
+  EXPECT_TRUE(set("big/100", mebibyte).ok());
+  std::string value;
+  ASSERT_TRUE(get("big/100", 0, &value).ok());
+  EXPECT_EQ(value.size(), mebibyte.size());
+  EXPECT_EQ(get("big/999", 0).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  // Replacing values with shorter ones frees their bytes.
+  for (size_t i = 0; i < fitting; ++i) ASSERT_TRUE(set("big/" + std::to_string(100 + i), "").ok());
+  EXPECT_TRUE(set("big/999", mebibyte).ok());
+  ASSERT_TRUE(set("big/999", "").ok());
+
+  // Entries are counted too: small keys, and the request ids adds remember.
+  int64_t sum = 0;
+  size_t entries = fitting + 1;
+  for (; entries + 1 < limits.entries; ++entries) {
+    ASSERT_TRUE(set("small/" + std::to_string(entries), "x").ok()) << entries;
+  }
+  ASSERT_TRUE(add("count", 1, &sum).ok());  // the last entry: a key without a request id
+  const grpc::Status full = add("count", 1, &sum, "r1");
+  EXPECT_EQ(full.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(full.error_message().find("at most " + std::to_string(limits.entries)),
+            std::string::npos)
+      << full.error_message();
+  EXPECT_EQ(set("small/extra", "x").error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(add("count", 1, &sum).ok());  // no new entry: still served
+  EXPECT_EQ(sum, 2);
+}
+
 TEST_F(StoreTest, OnlyAWorkerHoldingARankOfTheAttemptMayUseItsScope) {
   auto other = worker();  // registered, idle: holds no rank of the job
   v1::StoreSetRequest request;
