@@ -172,8 +172,11 @@ int run_task_child(std::istream& in) {
     }
     options.progress = printer.callbacks();
     options.stop_requested = &g_stop_requested;
-    const double world = static_cast<double>(task.world_size());
-    options.progress.on_step = [&, print = options.progress.on_step](const StepProgress& step) {
+    // Called for every step long after this block ended: it holds only
+    // what outlives the block (this function's own locals, by reference).
+    options.progress.on_step = [&spec, &trainer, &backend, &comm,
+                                world = static_cast<double>(task.world_size()),
+                                print = options.progress.on_step](const StepProgress& step) {
       print(step);
       StepReport out;
       out.progress = step;

@@ -16,7 +16,7 @@ RANDOM=$SEED
 echo "service_preemption_loop: $ROUNDS rounds, seed $SEED"
 
 STEPS=$((ROUNDS * 60 + 60)) DIM=128 SEQ=64 BATCH=8 write_spec "$WORK/data/low.yaml" low
-STEPS=2 DIM=64 SEQ=32 BATCH=2 write_spec "$WORK/data/high.yaml" high
+STEPS=12 DIM=64 SEQ=32 BATCH=2 write_spec "$WORK/data/high.yaml" high
 reference reference "$WORK/data/low.yaml" 2
 
 start_coordinator
@@ -52,6 +52,6 @@ stops = [e["message"] for e in job["events"] if e["state"] == "QUEUED"][1:]
 assert states.count("PREEMPTED") == int(sys.argv[2]), states
 assert job["restarts"] == 0, job["restarts"]
 assert all("checkpointed step" in m for m in stops), stops
-print("stops:", "; ".join(m.split("; ")[-1] for m in stops))
+print("stops:", "; ".join(m.split("; ")[1] for m in stops))
 PYCHECK
 echo "service_preemption_loop: $preempted preemptions, all checks passed"
