@@ -101,6 +101,9 @@ int run_task_child(std::istream& in) {
   // inherit the unblocked mask).
   struct sigaction preempt {};
   preempt.sa_handler = [](int) { g_stop_requested.store(true); };
+  // Whichever thread takes it (Gloo's, gRPC's, OpenMP's), a system call it
+  // interrupts resumes instead of failing with EINTR.
+  preempt.sa_flags = SA_RESTART;
   ::sigaction(kPreemptSignal, &preempt, nullptr);
   sigset_t held;
   sigemptyset(&held);

@@ -273,8 +273,11 @@ TaskResult TaskRunner::execute() {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     result.outcome = v1::TASK_OUTCOME_SUCCEEDED;
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode && preempted &&
-             !cancelled) {
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == kPreemptedExitCode && !cancelled &&
+             (preempted || (result.summary && result.summary->status == "preempted"))) {
+    // Asked, or stopped with the other ranks at the step they agreed on
+    // because another rank was asked first: the ranks of a job stop
+    // together, and the request to this one may still be on its way.
     result.outcome = v1::TASK_OUTCOME_PREEMPTED;
     result.message = who + " stopped after checkpointing step " +
                      std::to_string(result.summary ? result.summary->steps : 0) + " (preempted)";

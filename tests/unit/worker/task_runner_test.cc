@@ -21,6 +21,7 @@
 #include "engine/checkpoint/checkpoint_store.h"
 #include "test_support/temp_dir.h"
 #include "test_worker_service.h"
+#include "worker/task_child.h"
 #include "tiny_task.h"
 
 namespace mixtrain::worker {
@@ -271,6 +272,22 @@ TEST_F(LongTaskTest, PreemptCheckpointsTheCurrentStepAndReportsPreempted) {
   EXPECT_EQ(result.summary->status, "preempted");
   EXPECT_EQ(result.message, "rank 0 stopped after checkpointing step " +
                                 std::to_string(result.summary->steps) + " (preempted)");
+  const std::optional<CheckpointInfo> latest = latest_checkpoint(dir_.path("ckpt"));
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, result.summary->steps);
+}
+
+// Issue 29: the ranks of a job stop together at the step they agree on, as
+// soon as any of them was asked; a rank whose own request is still on its
+// way (its agent slower than a peer's) checkpointed and stopped all the
+// same, and is preempted, not failed with "exited with code 3".
+TEST_F(LongTaskTest, ARankStoppedByTheAgreementBeforeItsOwnRequestIsPreempted) {
+  const std::vector<pid_t> children = child_pids();
+  ASSERT_EQ(children.size(), 1u);
+  ASSERT_EQ(::kill(children[0], kPreemptSignal), 0);  // what a peer's request leads to
+  const TaskResult result = recorder_.result(seconds(60));
+  EXPECT_EQ(result.outcome, v1::TASK_OUTCOME_PREEMPTED) << result.message;
+  ASSERT_TRUE(result.summary.has_value());
   const std::optional<CheckpointInfo> latest = latest_checkpoint(dir_.path("ckpt"));
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->step, result.summary->steps);
