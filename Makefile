@@ -7,7 +7,7 @@ SANITIZE_DIR ?= build-sanitize
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build sanitized test demo bench clean
+.PHONY: deps configure build sanitized test demo bench compose-check clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -43,6 +43,13 @@ demo: build
 
 bench: build
 	bash bench/run_all.sh $(BUILD_DIR)
+
+# The docker-compose stack as a user runs it (scripts/compose-check.sh):
+# needs a running Docker engine; installs docker.io, docker-compose and
+# debootstrap first. `make test` runs it too when an engine answers.
+compose-check:
+	bash scripts/install-deps.sh --docker
+	bash scripts/compose-check.sh
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)

@@ -2,6 +2,7 @@
 #include "client/service_cli.h"
 
 #include "client/workers_command.h"
+#include "net/token_file.h"
 
 namespace mixtrain::cli {
 
@@ -11,6 +12,10 @@ ServiceCli::ServiceCli(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--token", options_.token, "the coordinator's bearer token")
       ->envname("MIXTRAIN_TOKEN");
+  app.add_option("--token-file", token_file_,
+                 "a file holding the token, read when --token is not given (e.g. the Docker "
+                 "secret /run/secrets/auth-token)")
+      ->envname("MIXTRAIN_TOKEN_FILE");
   app.add_option("--tls-ca", options_.tls_ca, "PEM CA that signed the coordinator's certificate")
       ->envname("MIXTRAIN_TLS_CA");
 
@@ -60,6 +65,13 @@ std::optional<int> ServiceCli::run(OutputFormat format, bool terminal, std::ostr
     return std::nullopt;
   }
   options_.format = format;
+  if (options_.token.empty() && !token_file_.empty()) {
+    options_.token = net::read_token_file(token_file_);
+    if (options_.token.empty()) {
+      err << "mixtrain: --token-file " << token_file_ << " cannot be read or holds no token\n";
+      return kExitUsage;
+    }
+  }
   absl::StatusOr<CoordinatorClient> client = CoordinatorClient::connect(options_);
   if (!client.ok()) {
     err << "mixtrain: " << client.status().message() << "\n";

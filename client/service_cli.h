@@ -1,6 +1,6 @@
 // Why: the service commands of DESIGN.md §3 (submit, jobs, status, logs,
 // cancel, workers, local) and their global options (--coordinator,
-// --token, --tls-ca, each with its environment variable) are declared
+// --token, --token-file, --tls-ca, each with its environment variable) are declared
 // here, apart from main.cc, which keeps the commands that need no
 // coordinator.
 #pragma once
@@ -29,6 +29,7 @@ class ServiceCli {
 
  private:
   ServiceOptions options_;
+  std::string token_file_;  // --token-file: read into options_.token when no --token
   SubmitCommandArgs submit_args_;
   LocalCommandArgs local_args_;
   LogsCommandArgs logs_args_;

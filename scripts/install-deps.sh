@@ -10,6 +10,10 @@
 #                                         needs (MIXTRAIN_BUILD_TESTS=OFF,
 #                                         MIXTRAIN_BUILD_BENCH=OFF): the Docker
 #                                         images' build stages
+#   scripts/install-deps.sh --docker      a Docker engine and what
+#                                         scripts/compose-check.sh needs
+#                                         (docker.io, docker-compose,
+#                                         debootstrap, curl)
 #
 # Debian 12 is the reference. On Ubuntu 24.04 (the CUDA image's base) the
 # build packages have the same names, except that oneDNN is left out: our
@@ -22,8 +26,9 @@ mode=all
 case "${1:-}" in
   "") ;;
   --build-only) mode=build ;;
+  --docker) mode=docker ;;
   *)
-    echo "usage: $0 [--build-only]" >&2
+    echo "usage: $0 [--build-only | --docker]" >&2
     exit 2
     ;;
 esac
@@ -59,8 +64,15 @@ dev_packages=(
   docker-compose
 )
 
-packages=("${build_packages[@]}")
-[ "$mode" = build ] || packages+=("${dev_packages[@]}")
+# scripts/compose-check.sh: the engine, compose, base images made from
+# Debian's mirror when no registry answers, and curl for the HTTP checks.
+docker_packages=(docker.io docker-compose debootstrap curl)
+
+case "$mode" in
+  build) packages=("${build_packages[@]}") ;;
+  docker) packages=("${docker_packages[@]}") ;;
+  *) packages=("${build_packages[@]}" "${dev_packages[@]}") ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

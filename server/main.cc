@@ -14,21 +14,11 @@
 #include <thread>
 
 #include <absl/strings/numbers.h>
+#include "net/token_file.h"
 #include "server/coordinator_server.h"
 #include "server/listen_security.h"
 
 namespace {
-
-// The token in `path`, surrounding whitespace removed; empty when unreadable.
-std::string read_token_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string token = text.str();
-  const size_t begin = token.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return "";
-  return token.substr(begin, token.find_last_not_of(" \t\r\n") - begin + 1);
-}
 
 int g_stop_pipe = -1;
 
@@ -150,7 +140,7 @@ int main(int argc, char** argv) {
   for (auto [file, token] : {std::pair{&token_file, &options.auth_token},
                              std::pair{&join_token_file, &options.join_token}}) {
     if (file->empty()) continue;
-    *token = read_token_file(*file);
+    *token = mixtrain::net::read_token_file(*file);
     if (token->empty()) {
       std::cerr << "mixtrain-coordinator: " << *file << " holds no token\n";
       return 2;

@@ -414,6 +414,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
     task.set_resume(started->attempt > 1);
     task.set_data_root(options_.data_root);
     if (needs.min_loss_scale) task.set_min_loss_scale(*needs.min_loss_scale);
+    task.set_threads(workers_.rank_threads(worker));
     if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope(), int64_t(workers.size()));
     WorkerRegistry::assign(worker, v1::running_of(task));
     outbox_->send(worker.worker.id(), std::move(command));
@@ -883,10 +884,16 @@ absl::StatusOr<JobRecord> Scheduler::cancel_job(const std::string& job_id) {
   return job;
 }
 
+v1::Worker Scheduler::listed_locked(const WorkerEntry& entry) const {
+  v1::Worker worker = entry.worker;
+  worker.mutable_resources()->set_threads(workers_.rank_threads(entry));
+  return worker;
+}
+
 std::vector<v1::Worker> Scheduler::list_workers() {
   absl::MutexLock lock(&mu_);
   std::vector<v1::Worker> workers;
-  for (WorkerEntry* worker : workers_.all()) workers.push_back(worker->worker);
+  for (WorkerEntry* worker : workers_.all()) workers.push_back(listed_locked(*worker));
   return workers;
 }
 
@@ -896,7 +903,7 @@ std::vector<v1::Worker> Scheduler::list_workers(uint64_t from_seq, size_t size,
   const WorkerPage page = workers_.page(from_seq, size);
   next_seq = page.next_seq;
   std::vector<v1::Worker> workers;
-  for (const WorkerEntry* worker : page.entries) workers.push_back(worker->worker);
+  for (const WorkerEntry* worker : page.entries) workers.push_back(listed_locked(*worker));
   return workers;
 }
 

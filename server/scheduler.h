@@ -220,6 +220,9 @@ class Scheduler {
   // stop_ranks_locked, then forgets the attempt.
   void end_attempt_locked(const std::string& job_id, const std::string& reason,
                           bool free_workers_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `entry` as ListWorkers shows it: its threads those a rank placed there
+  // now would get.
+  v1::Worker listed_locked(const WorkerEntry& entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // " (after attempt N failed: ...)" for a restarted job, else "".
   std::string after_failure_locked(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

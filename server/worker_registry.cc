@@ -1,6 +1,7 @@
 // Why: see worker_registry.h.
 #include "server/worker_registry.h"
 
+#include <algorithm>
 #include <iostream>
 
 namespace mixtrain::server {
@@ -47,6 +48,24 @@ WorkerPage WorkerRegistry::page(uint64_t from_seq, size_t size) const {
     page.entries.push_back(&workers_.at(it->second));
   }
   return page;
+}
+
+int WorkerRegistry::rank_threads(const WorkerEntry& entry) const {
+  const v1::Resources& resources = entry.worker.resources();
+  if (resources.threads() > 0) return resources.threads();
+  int sharing = 1;
+  if (!resources.host_id().empty()) {
+    sharing = 0;
+    for (const auto& [id, other] : workers_) {
+      if (other.worker.resources().host_id() == resources.host_id() &&
+          (other.worker.state() != v1::WORKER_STATE_LOST || &other == &entry)) {
+        ++sharing;
+      }
+    }
+  }
+  const int usable = std::max(1, resources.cpu_cores());
+  const int host = resources.host_cores() > 0 ? resources.host_cores() : usable;
+  return std::clamp(host / std::max(1, sharing), 1, usable);
 }
 
 void WorkerRegistry::remove(const std::string& id) {

@@ -67,6 +67,13 @@ class WorkerRegistry {
   std::vector<std::string> lost_ids(int64_t before_ms, const std::string& hostname = "",
                                     const std::string& metrics_address = "") const;
 
+  // The CPU threads a rank placed on `entry` now gets: the worker's own
+  // (Resources.threads) when it was started with some, else its share of
+  // its host: host_cores over the workers not LOST with its host_id (compose
+  // --scale, several agents on one machine), at least 1 and at most the
+  // cores it may use. Workers without a host_id count alone.
+  int rank_threads(const WorkerEntry& entry) const;
+
   // Liveness, on the scheduler's tick at `now_ms`: marks LOST every worker
   // not heard from for more than `timeout_ms` and returns those (their task
   // is kept for the caller to account for), and frees every worker whose

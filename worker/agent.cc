@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/common/json.h"
+#include "engine/common/usable_cores.h"
 #include "net/backoff.h"
 #include "net/net_address.h"
 #include "proto/running_task.h"
@@ -14,6 +15,14 @@
 
 namespace mixtrain::worker {
 namespace {
+
+// The threads of the rank of `task`: what the coordinator sized, else the
+// worker's own --threads, else every core this process may use (an older
+// coordinator, which sizes nothing).
+int rank_threads(const v1::Task& task, int own_threads) {
+  if (task.threads() > 0) return task.threads();
+  return own_threads > 0 ? own_threads : usable_cores();
+}
 
 constexpr std::chrono::milliseconds kCallTimeout{10000};
 // The task stream carries a deadline like every call; it is reopened when it passes.
@@ -435,7 +444,7 @@ void Agent::start_task(const v1::Task& task) {
                     .connection = connection_->options(),
                     .data_address = data_address_,
                     .data_iface = data_iface_,
-                    .threads = options_.threads,
+                    .threads = rank_threads(task, options_.threads),
                     .memory_limit = resources_.memory_bytes()};
   runner_ = std::make_unique<TaskRunner>(options_.executable, std::move(launch), std::move(events));
 }

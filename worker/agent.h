@@ -34,7 +34,7 @@ struct AgentOptions {
   // route to the coordinator.
   std::string data_address;
   std::string data_iface;
-  int threads = 1;  // CPU threads per rank
+  int threads = 0;  // CPU threads per rank; 0: as the coordinator sizes them (Task.threads)
   // Bytes this worker's ranks may use, registered as its memory (what the
   // coordinator plans against); 0: the machine's less a reserve.
   int64_t memory_limit = 0;

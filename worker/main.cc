@@ -7,20 +7,19 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "engine/backend/memory_tracker.h"
 #include "engine/common/byte_size.h"
 #include "engine/common/machine_memory.h"
-#include "engine/common/usable_cores.h"
+#include "net/token_file.h"
 #include "worker/agent.h"
 #include "worker/resources.h"
 #include "worker/task_child.h"
@@ -35,24 +34,13 @@ extern "C" void on_stop_signal(int signal) {
   [[maybe_unused]] const ssize_t written = ::write(g_stop_pipe[1], &byte, 1);
 }
 
-// The first line of `path`, trimmed; nullopt when it cannot be read.
-std::optional<std::string> read_token(const std::string& path) {
-  std::ifstream file(path);
-  std::string token;
-  if (!file || !std::getline(file, token)) return std::nullopt;
-  const auto begin = token.find_first_not_of(" \t\r\n");
-  const auto end = token.find_last_not_of(" \t\r\n");
-  if (begin == std::string::npos) return std::string();
-  return token.substr(begin, end - begin + 1);
-}
-
-// OMP_NUM_THREADS when it holds a positive number, else the usable cores.
-int default_threads() {
+// OMP_NUM_THREADS when it holds a positive number, else 0: the coordinator
+// sizes the threads to this worker's share of its host.
+int threads_from_environment() {
   if (const char* text = std::getenv("OMP_NUM_THREADS"); text != nullptr) {
-    const int value = std::atoi(text);
-    if (value > 0) return value;
+    return std::max(0, std::atoi(text));
   }
-  return mixtrain::usable_cores();
+  return 0;
 }
 
 int run_agent(int argc, char** argv) {
@@ -76,8 +64,10 @@ int run_agent(int argc, char** argv) {
       ->excludes("--data-address");
   int threads = 0;
   app.add_option("--threads", threads,
-                 "CPU threads per rank (default: OMP_NUM_THREADS when set, else the cores this "
-                 "process may use: its CPU affinity and cgroup quota)")
+                 "CPU threads per rank (default: OMP_NUM_THREADS when set, else this worker's "
+                 "share of its host: the host's cores over the workers on it, at most what its "
+                 "CPU affinity and cgroup quota allow)")
+      ->envname("MIXTRAIN_WORKER_THREADS")
       ->check(CLI::PositiveNumber);
   app.add_option("--backend", backend_choice,
                  "auto | cpu | cuda | cuda:N (the GPU this worker's ranks train on)")
@@ -98,12 +88,12 @@ int run_agent(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (!token_file.empty()) {
-    const std::optional<std::string> token = read_token(token_file);
-    if (!token) {
-      std::cerr << "mixtrain-worker: cannot read --join-token-file " << token_file << "\n";
+    options.connection.join_token = mixtrain::net::read_token_file(token_file);
+    if (options.connection.join_token.empty()) {
+      std::cerr << "mixtrain-worker: --join-token-file " << token_file
+                << " cannot be read or holds no token\n";
       return 2;
     }
-    options.connection.join_token = *token;
   }
   const absl::StatusOr<std::string> backend = mixtrain::worker::resolve_backend(backend_choice);
   if (!backend.ok()) {
@@ -112,7 +102,7 @@ int run_agent(int argc, char** argv) {
   }
   options.backend = *backend;
   options.peak_flops = peak_tflops * 1e12;
-  options.threads = threads > 0 ? threads : default_threads();
+  options.threads = threads > 0 ? threads : threads_from_environment();
   if (!memory_limit.empty()) {
     const std::optional<int64_t> limit = mixtrain::parse_byte_size(memory_limit);
     const int64_t machine = mixtrain::machine_memory_bytes();

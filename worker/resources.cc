@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <thread>
 
 #include "engine/backend/backend.h"
 #include "engine/common/usable_cores.h"
@@ -43,6 +45,8 @@ absl::StatusOr<std::string> resolve_backend(const std::string& choice) {
 v1::Resources detect_resources(const std::string& backend) {
   v1::Resources out;
   out.set_cpu_cores(usable_cores());
+  out.set_host_cores(static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
+  out.set_host_id(host_id());
   out.set_memory_bytes(machine_memory_bytes());
 #ifdef MIXTRAIN_WITH_CUDA
   out.set_cuda_unavailable(cuda_unavailable_reason());
@@ -65,6 +69,13 @@ v1::Resources detect_resources(const std::string& backend) {
     out.set_backend(v1::BACKEND_CPU);
   }
   return out;
+}
+
+std::string host_id() {
+  std::ifstream file("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(file, id);
+  return id;
 }
 
 std::string hostname() {

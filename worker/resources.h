@@ -18,12 +18,19 @@ namespace mixtrain::worker {
 // GPU that is not there (saying why no device is usable).
 absl::StatusOr<std::string> resolve_backend(const std::string& choice);
 
-// This machine: the CPU cores this process may use (usable_cores.h),
+// This machine: the CPU cores this process may use (usable_cores.h), the
+// host's online CPUs and its host_id(),
 // MemTotal of /proc/meminfo as memory_bytes (0 when it cannot be read;
 // the agent then registers its limit), CUDA devices when
 // this build has CUDA (else none, or why there are none), and `backend`
 // ("cpu" or "cuda:N", the device its ranks train on).
 v1::Resources detect_resources(const std::string& backend);
+
+// The kernel's boot id: one value for every process and container on
+// this machine until it reboots, so the coordinator can tell which workers
+// share a host's cores (hostnames and addresses differ per container).
+// Empty when it cannot be read.
+std::string host_id();
 
 // This machine's hostname ("localhost" when it has none).
 std::string hostname();

@@ -55,12 +55,15 @@ run_config() {  # OUT FILE...
 }
 run_config "$tmp/cpu.yml" docker-compose.yml
 run_config "$tmp/gpu.yml" docker-compose.yml docker-compose.gpu.yml
+# As a user pinning the threads of every rank runs it.
+MIXTRAIN_WORKER_THREADS=3 run_config "$tmp/pinned.yml" docker-compose.yml docker-compose.gpu.yml
 
-"$python" - "$src" "$tmp/cpu.yml" "$tmp/gpu.yml" <<'EOF'
+unset MIXTRAIN_WORKER_THREADS
+"$python" - "$src" "$tmp/cpu.yml" "$tmp/gpu.yml" "$tmp/pinned.yml" <<'EOF'
 import os, re, sys
 import yaml
 
-src, cpu_file, gpu_file = sys.argv[1:4]
+src, cpu_file, gpu_file, pinned_file = sys.argv[1:5]
 failures = []
 
 
@@ -111,6 +114,14 @@ def mounts_dir(service, rel, target):
 
 cpu = yaml.safe_load(open(cpu_file))["services"]
 gpu = yaml.safe_load(open(gpu_file))["services"]
+pinned = yaml.safe_load(open(pinned_file))["services"]
+
+
+def environment(service):
+    env = service.get("environment") or {}
+    if isinstance(env, dict):
+        return {k: None if v is None else str(v) for k, v in env.items()}
+    return dict((e.split("=", 1) + [None])[:2] for e in env)
 
 # Scalable workers: a fixed name or host port makes `--scale worker=N` fail.
 for config, label in ((cpu, "docker-compose.yml"), (gpu, "with docker-compose.gpu.yml")):
@@ -119,21 +130,24 @@ for config, label in ((cpu, "docker-compose.yml"), (gpu, "with docker-compose.gp
             check("container_name" not in service, f"{label}: {name} has no container_name")
             check(not service.get("ports"), f"{label}: {name} maps no host port")
 
-# Workers scaled onto one host share its cores: each rank's threads are set,
-# and the container is capped to as many CPUs (issue 12: 93 s instead of 6 s
-# when every rank used every core). The address a worker advertises must be
-# its own: no --data-address or --advertise-host that all replicas would share.
+# Workers scaled onto one host share its cores, as the coordinator sizes
+# each rank's threads from the workers on that host (issue 30: a fixed
+# --threads=2 per replica made 3 workers on 2 cores 30x slower, and a
+# `cpus` above the host's cores stops them from starting). So no worker
+# fixes --threads or cpus; MIXTRAIN_WORKER_THREADS reaches it from the
+# host's environment when set. The address a worker advertises must be its
+# own: no --data-address or --advertise-host that all replicas would share.
 for config, label in ((cpu, "docker-compose.yml"), (gpu, "with docker-compose.gpu.yml")):
     for name, service in config.items():
-        if not name.startswith("worker"):
+        if not name.startswith("worker") and name != "gpu-host":
             continue
         argv = (service.get("entrypoint") or []) + (service.get("command") or [])
-        threads = flag(argv, "--threads")
-        check(threads is not None and str(threads).isdigit() and int(threads) >= 1,
-              f"{label}: {name} sets --threads ({threads})")
-        if name == "worker" and config is cpu:
-            check(float(service.get("cpus") or 0) == float(threads or 0),
-                  f"{label}: {name} caps cpus to its --threads ({service.get('cpus')} vs {threads})")
+        check(flag(argv, "--threads") is None, f"{label}: {name} leaves --threads unset")
+        check("cpus" not in service, f"{label}: {name} sets no cpus cap")
+for name, service in pinned.items():
+    if name.startswith("worker") or name == "gpu-host":
+        check(environment(service).get("MIXTRAIN_WORKER_THREADS") == "3",
+              f"{name} gets MIXTRAIN_WORKER_THREADS from the host's environment")
         for fixed in ("--data-address", "--advertise-host"):
             check(flag(argv, fixed) is None, f"{label}: {name} leaves {fixed} to each replica")
 
@@ -146,6 +160,9 @@ command = coordinator.get("command") or []
 check((flag(command, "--http") or "").endswith(":9400"), "coordinator --http on port 9400")
 check((flag(command, "--listen") or "").endswith(":50051"), "coordinator --listen on port 50051")
 check(("50051", "50051") in published(coordinator), "coordinator publishes 50051 on the host")
+# `mixtrain` run inside the coordinator's container finds the clients' token.
+check(environment(coordinator).get("MIXTRAIN_TOKEN_FILE") == "/run/secrets/auth-token",
+      "coordinator's MIXTRAIN_TOKEN_FILE is its auth-token secret")
 
 # One volume, mounted at the same path by the coordinator and the workers,
 # holds the data root and the checkpoint root.

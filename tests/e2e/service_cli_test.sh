@@ -130,6 +130,14 @@ run --token wrong-token jobs
 grep -q "not authorized (check --token / MIXTRAIN_TOKEN)" "$work/err" || fail "wrong token: $err"
 MIXTRAIN_TOKEN= run jobs
 [ "$code" -eq 3 ] || fail "no token: exit $code, want 3"
+# A token file (a Docker secret): read when no --token is given.
+MIXTRAIN_TOKEN= run --token-file "$work/token" jobs
+[ "$code" -eq 0 ] || fail "--token-file: exit $code: $err"
+MIXTRAIN_TOKEN= MIXTRAIN_TOKEN_FILE="$work/token" run jobs
+[ "$code" -eq 0 ] || fail "MIXTRAIN_TOKEN_FILE: exit $code: $err"
+MIXTRAIN_TOKEN= run --token-file "$work/no-such-token" jobs
+[ "$code" -eq 2 ] || fail "unreadable --token-file: exit $code, want 2"
+grep -q "no-such-token cannot be read" "$work/err" || fail "unreadable --token-file not named: $err"
 closed=$($python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 run --coordinator "127.0.0.1:$closed" submit "$valid"
 [ "$code" -eq 3 ] || fail "unreachable coordinator: exit $code, want 3"

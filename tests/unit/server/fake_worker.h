@@ -52,6 +52,10 @@ class FakeWorker {
     std::string hostname = "host";
     std::string metrics_address;
     int64_t memory_bytes = 0;  // RAM it registers; 0: unknown
+    int cpu_cores = 2;         // the cores it may use
+    std::string host_id;       // the machine under it (boot id); empty: unknown
+    int host_cores = 0;        // that machine's cores; 0: unknown
+    int threads = 0;           // its own --threads; 0: sized by the coordinator
     std::vector<v1::CudaDevice> cuda_devices;  // with BACKEND_CUDA: it trains on the first
   };
 
@@ -62,7 +66,10 @@ class FakeWorker {
     request.set_hostname(options.hostname);
     request.set_metrics_address(options.metrics_address);
     request.mutable_resources()->set_backend(options.backend);
-    request.mutable_resources()->set_cpu_cores(2);
+    request.mutable_resources()->set_cpu_cores(options.cpu_cores);
+    request.mutable_resources()->set_host_id(options.host_id);
+    request.mutable_resources()->set_host_cores(options.host_cores);
+    request.mutable_resources()->set_threads(options.threads);
     request.mutable_resources()->set_memory_bytes(options.memory_bytes);
     for (const v1::CudaDevice& device : options.cuda_devices)
       *request.mutable_resources()->add_cuda_devices() = device;

@@ -5,6 +5,7 @@
 // never heartbeated absorbed jobs. These tests hold the bounds.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -20,6 +21,7 @@ namespace {
 using net::testing_support::http_body;
 using testing_support::call_context;
 using testing_support::ClusterTest;
+using testing_support::FakeWorker;
 using testing_support::kClientToken;
 using testing_support::spec;
 
@@ -199,6 +201,64 @@ TEST_F(WorkerRegistryTest, AJobLostBeforeItsRankStartedSpendsNoRestart) {
   const v1::Task task = good->next_start();
   EXPECT_EQ(task.job_id(), id);
   EXPECT_EQ(task.attempt(), 2);
+}
+
+// Workers on one machine (compose --scale, several agents) share its cores:
+// each rank gets the host's cores over the live workers with its host id,
+// at most what the worker may use, and a worker's own --threads as it is
+// (issue 30: 3 workers with 2 threads each on 2 cores ran 30x slower).
+TEST_F(WorkerRegistryTest, RanksOnOneHostShareItsCores) {
+  std::map<std::string, int> threads;
+  const auto list = [&] {
+    threads.clear();
+    v1::ListWorkersResponse page;
+    EXPECT_TRUE(
+        jobs_->ListWorkers(call_context(kClientToken).get(), v1::ListWorkersRequest(), &page).ok());
+    for (const v1::Worker& listed : page.workers()) threads[listed.id()] = listed.resources().threads();
+  };
+  const FakeWorker::Options on_a{.cpu_cores = 2, .host_id = "boot-a", .host_cores = 2};
+  auto a1 = worker(on_a);
+  list();
+  EXPECT_EQ(threads[a1->id()], 2);  // alone on its host
+  auto a2 = worker(on_a);
+  auto a3 = worker(on_a);
+  list();
+  for (const auto& w : {&a1, &a2, &a3}) EXPECT_EQ(threads[(*w)->id()], 1) << "2 cores, 3 workers";
+
+  auto b1 = worker({.cpu_cores = 8, .host_id = "boot-b", .host_cores = 8});
+  auto b2 = worker({.cpu_cores = 8, .host_id = "boot-b", .host_cores = 8});
+  auto pinned = worker({.cpu_cores = 8, .host_id = "boot-b", .host_cores = 8, .threads = 3});
+  auto quota = worker({.cpu_cores = 1, .host_id = "boot-b", .host_cores = 8});  // cpus: 1
+  auto unknown = worker({.cpu_cores = 4});  // an older worker: no host id, counts alone
+  list();
+  EXPECT_EQ(threads[b1->id()], 2);  // 8 cores over 4 workers
+  EXPECT_EQ(threads[pinned->id()], 3);
+  EXPECT_EQ(threads[quota->id()], 1);
+  EXPECT_EQ(threads[unknown->id()], 4);
+
+  // A lost worker no longer shares the host.
+  a3->stop_heartbeats();
+  ASSERT_TRUE(eventually(
+      [&] { return metrics().find("mixtrain_workers{state=\"lost\"} 1") != std::string::npos; }));
+  list();
+  EXPECT_EQ(threads[a1->id()], 1);
+  b2->stop_heartbeats();
+  pinned->stop_heartbeats();
+  quota->stop_heartbeats();
+  unknown->stop_heartbeats();
+  a2->stop_heartbeats();
+  ASSERT_TRUE(eventually(
+      [&] { return metrics().find("mixtrain_workers{state=\"lost\"} 6") != std::string::npos; }));
+  list();
+  EXPECT_EQ(threads[b1->id()], 8);  // alone again
+
+  // The task carries the rank's threads.
+  const std::string id = submit(spec(2));
+  const v1::Task first = a1->next_start();
+  const v1::Task second = b1->next_start();
+  EXPECT_EQ(first.job_id(), id);
+  EXPECT_EQ(first.threads(), 2);
+  EXPECT_EQ(second.threads(), 8);
 }
 
 }  // namespace

@@ -153,7 +153,11 @@ TEST_F(AgentTest, RegistersRunsATaskAndReportsItsOutcome) {
   EXPECT_EQ(registration.resources().backend(), v1::BACKEND_CPU);
   EXPECT_TRUE(registration.previous_worker_id().empty());
   EXPECT_EQ(registration.data_address(), "127.0.0.1");  // its route to the coordinator
-  EXPECT_GE(registration.resources().threads(), 1);
+  // No --threads: the coordinator sizes them from the workers on its host.
+  EXPECT_EQ(registration.resources().threads(), 0);
+  EXPECT_EQ(registration.resources().host_id(), host_id());
+  EXPECT_FALSE(registration.resources().host_id().empty());
+  EXPECT_GE(registration.resources().host_cores(), registration.resources().cpu_cores());
 
   service_.send(start(testing::tiny_task(testing::tiny_spec(10), dir_.path("ckpt"))));
   ASSERT_TRUE(eventually([&] { return !finals().empty(); }, milliseconds(60000)));
