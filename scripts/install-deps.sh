@@ -62,6 +62,7 @@ dev_packages=(
   python3 python3-numpy python3-torch python3-yaml
   prometheus
   docker-compose
+  qemu-user  # the engine's tests on emulated AVX2-only and baseline CPUs
 )
 
 # scripts/compose-check.sh: the engine, compose, base images made from
