@@ -167,8 +167,8 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
 
   std::unique_ptr<Backend> backend;
   try {
-    // Ranks started together by --nproc take a GPU each.
-    backend = make_backend(config::enum_name(spec.resources.backend), group.env.rank);
+    // The ranks of one machine take a GPU each, by their local rank.
+    backend = make_backend(config::enum_name(spec.resources.backend), group.env.local_rank);
   } catch (const EngineError& e) {
     err << args.spec_path << ": resources.backend: " << e.what() << "\n";
     return 2;

@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kRankVar = "MIXTRAIN_RANK";
 constexpr const char* kWorldVar = "MIXTRAIN_WORLD_SIZE";
+constexpr const char* kLocalRankVar = "MIXTRAIN_LOCAL_RANK";
 constexpr const char* kStoreVar = "MIXTRAIN_STORE";  // host:port
 constexpr const char* kTimeoutVar = "MIXTRAIN_COMM_TIMEOUT_SECONDS";
 
@@ -58,6 +59,11 @@ std::optional<RankEnvironment> rank_environment() {
   out.store_port = parse_int(kStoreVar, address.substr(colon + 1));
   MIXTRAIN_CHECK_ARG(out.world_size >= 1 && out.rank >= 0 && out.rank < out.world_size,
                      std::string(kRankVar) + "=" + rank + " is outside " + kWorldVar + "=" + world);
+  const char* local_rank = std::getenv(kLocalRankVar);
+  out.local_rank = local_rank != nullptr ? parse_int(kLocalRankVar, local_rank) : out.rank;
+  MIXTRAIN_CHECK_ARG(out.local_rank >= 0 && out.local_rank <= out.rank,
+                     std::string(kLocalRankVar) + "=" + std::to_string(out.local_rank) +
+                         " is outside 0.." + kRankVar + "=" + rank);
   out.timeout = collective_timeout();
   return out;
 }
@@ -73,6 +79,7 @@ int run_local_ranks(const std::vector<std::string>& argv, int world_size, std::o
   for (int rank = 0; rank < world_size; ++rank) {
     std::vector<std::string> first = {
         std::string(kRankVar) + "=" + std::to_string(rank),
+        std::string(kLocalRankVar) + "=" + std::to_string(rank),
         std::string(kWorldVar) + "=" + std::to_string(world_size),
         std::string(kStoreVar) + "=127.0.0.1:" + std::to_string(store.port())};
     // The ranks share this machine's cores instead of each taking them all.
@@ -82,7 +89,7 @@ int run_local_ranks(const std::vector<std::string>& argv, int world_size, std::o
     std::string error;
     const pid_t pid =
         spawn_child("/proc/self/exe", args,
-                    child_environment(first, {kRankVar, kWorldVar, kStoreVar}), output, error);
+                    child_environment(first, {kRankVar, kLocalRankVar, kWorldVar, kStoreVar}), output, error);
     if (pid < 0) {
       err << "mixtrain train: cannot start rank " << rank << ": " << error << "\n";
       exit_code = 1;

@@ -18,6 +18,10 @@ namespace mixtrain::launch {
 struct RankEnvironment {
   int rank = 0;
   int world_size = 1;
+  // Its place among the ranks of its own machine (MIXTRAIN_LOCAL_RANK, as
+  // torchrun's LOCAL_RANK), which picks its GPU: ranks started by hand on
+  // several machines set it, --nproc sets it to the rank. Unset: the rank.
+  int local_rank = 0;
   std::string store_host;
   int store_port = 0;
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};  // every collective's deadline

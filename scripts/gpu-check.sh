@@ -169,5 +169,28 @@ if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
   grep -E '^(compare|mixtrain:)' "$results/train-bench.log" | tee -a "$summary"
 fi
 
+# ---- which GPU paths this machine could run -----------------------------------------
+# Each path needs a GPU architecture and a toolkit; the table says which of
+# them the tests above exercised here. An H100/H200 (sm_90) never runs the
+# MXFP8 GEMM: those tests took the dequantize-to-bf16 path instead.
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+toolkit=$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | cut -d' ' -f2)
+toolkit=${toolkit:-$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | cut -d' ' -f2)}
+at_least() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }
+path_row() { # PATH NEEDS_SM NEEDS_CUDA
+  local ran="ran"
+  if [ -z "$cap" ] || [ "$cap" -lt "$2" ]; then
+    ran="not run: this GPU is sm_${cap:-?}, below sm_$2"
+  elif ! at_least "$toolkit" "$3"; then
+    ran="not run: CUDA ${toolkit:-?} is older than $3"
+  fi
+  printf '  %-34s sm_%-4s CUDA %-5s %s\n' "$1" "$2" "$3" "$ran" | tee -a "$summary"
+}
+note "GPU paths (sm_${cap:-?}, CUDA ${toolkit:-?}):"
+printf '  %-34s %-7s %-10s %s\n' path needs "" "here" | tee -a "$summary"
+path_row "bf16/fp16 GEMMs, fused epilogues" 80 11.8
+path_row "fp8 per-tensor GEMM (cuBLASLt)" 89 11.8
+path_row "MXFP8 block-scaled GEMM" 100 12.8
+
 note "done in $(elapsed); results in $results"
 exit $status

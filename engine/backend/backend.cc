@@ -47,6 +47,10 @@ BackendRequest parse_backend_name(std::string_view name) {
   return {Kind::kCuda, device};
 }
 
+int default_cuda_device(int local_rank, int device_count) {
+  return device_count > 0 ? local_rank % device_count : 0;
+}
+
 std::unique_ptr<Backend> make_backend(std::string_view name, int local_rank) {
   const BackendRequest request = parse_backend_name(name);
   if (request.kind == BackendRequest::Kind::kCpu) return std::make_unique<CpuBackend>();
@@ -55,7 +59,7 @@ std::unique_ptr<Backend> make_backend(std::string_view name, int local_rank) {
   if (request.kind == BackendRequest::Kind::kAuto && count == 0) {
     return std::make_unique<CpuBackend>();
   }
-  const int device = request.device >= 0 ? request.device : count > 0 ? local_rank % count : 0;
+  const int device = request.device >= 0 ? request.device : default_cuda_device(local_rank, count);
   if (device < count) return make_cuda_backend(device);
   throw EngineError(ErrorCode::kUnavailable,
                     "backend \"" + std::string(name) + "\": " + std::to_string(count) +

@@ -280,8 +280,14 @@ struct BackendRequest {
 // word that is none of the above or a malformed device index.
 BackendRequest parse_backend_name(std::string_view name);
 
+// The GPU a rank takes when none is named: its local rank (its place among
+// the ranks of its own machine, never its global rank: with 2 machines of
+// 3 + 1 GPUs, rank 3 is local rank 0 of the second) modulo the machine's
+// `device_count`; 0 without devices.
+int default_cuda_device(int local_rank, int device_count);
+
 // The backend `name` names: "cpu"; "cuda:N" (CUDA device N); "cuda" (device
-// local_rank % the devices present, so the ranks started together on one
+// default_cuda_device(local_rank, the devices present), so the ranks started together on one
 // host take a GPU each, as with torchrun's LOCAL_RANK); "auto" (as "cuda"
 // when a CUDA device is usable, else "cpu"). Throws EngineError
 // (kInvalidArgument) for a malformed name and (kUnavailable) when the

@@ -6,7 +6,8 @@
 // the auxiliary matrix). Attribute sizes, the bias and auxiliary pointers
 // and types an epilogue needs, AUX_LD's documented rules (a multiple of 8,
 // at least D's rows), the 16-byte alignment of every pointer and the
-// workspace limit are checked as cuBLASLt documents them; an unmet rule
+// workspace limit are checked as cuBLASLt documents them, and a pointer
+// aligned less than the heuristic was told (256 bytes when untold); an unmet rule
 // is CUBLAS_STATUS_INVALID_VALUE (or no algorithm from the heuristic).
 // FP8 inputs (E4M3/E5M2, not both E5M2) are taken as Ada's and Hopper's
 // kernels take them: the "TN" layout only, 16-byte leading dimensions,
@@ -55,6 +56,9 @@ struct Layout {
 };
 struct Preference {
   uint64_t max_workspace = 0;
+  // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES: what the caller
+  // promises of its pointers (cuBLASLt's default 256).
+  uint32_t min_alignment[4] = {256, 256, 256, 256};
 };
 static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
@@ -211,17 +215,28 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) { r
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
                                                     cublasLtMatmulPreferenceAttributes_t attribute,
                                                     const void* buf, size_t size) {
-  if (attribute != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
-    return stub::invalid("a preference the stub does not model");
-  return read(reinterpret_cast<Preference*>(p->data)->max_workspace, buf, size);
+  Preference& preference = *reinterpret_cast<Preference*>(p->data);
+  switch (attribute) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return read(preference.max_workspace, buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+      return read(preference.min_alignment[attribute - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES],
+                  buf, size);
+    default: return stub::invalid("a preference the stub does not model");
+  }
 }
 
 // One "algorithm" (the reference loop), needing no workspace, for every
-// call the stub can run.
+// call the stub can run. Like cuBLASLt's kernels it assumes its pointers
+// aligned as the preference promised (data[0..3]: A, B, C, D), and
+// cublasLtMatmul refuses pointers aligned less, as a real kernel would
+// fault or refuse on them.
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t d,
                                               cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                               cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dl,
-                                              cublasLtMatmulPreference_t,
+                                              cublasLtMatmulPreference_t preference,
                                               int requested,
                                               cublasLtMatmulHeuristicResult_t results[],
                                               int* found) {
@@ -232,6 +247,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   if (*found == 1) {
     results[0] = cublasLtMatmulHeuristicResult_t{};
     results[0].state = CUBLAS_STATUS_SUCCESS;
+    const Preference promised = preference != nullptr
+                                    ? *reinterpret_cast<const Preference*>(preference->data)
+                                    : Preference{};
+    for (int i = 0; i < 4; ++i) results[0].algo.data[i] = promised.min_alignment[i];
   }
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -248,8 +267,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t d, c
                dl = layout(d_layout);
   if (algo == nullptr) return stub::invalid("no algorithm");
   if (const char* why = problem(o, al, bl, cl, dl)) return stub::invalid(why);
-  for (const void* p : {a, b, c, static_cast<const void*>(out)})
-    if (!on_16_bytes(p)) return stub::invalid("a matrix pointer off 16 bytes");
+  const void* matrices[] = {a, b, c, out};
+  for (int i = 0; i < 4; ++i) {
+    if (!on_16_bytes(matrices[i])) return stub::invalid("a matrix pointer off 16 bytes");
+    if (reinterpret_cast<uintptr_t>(matrices[i]) % algo->data[i] != 0)
+      return stub::invalid("a matrix pointer aligned less than its algorithm assumes");
+  }
   const bool ta = o.trans_a != CUBLAS_OP_N, tb = o.trans_b != CUBLAS_OP_N;
   const int m = static_cast<int>(cl.rows), n = static_cast<int>(cl.cols);
   const int k = static_cast<int>(ta ? al.rows : al.cols);

@@ -48,6 +48,7 @@ namespace {
 std::mutex calls_mu;
 emu::RuntimeCalls calls;  // guarded by calls_mu
 bool events_held = false;  // guarded by calls_mu
+emu::DeviceMemory device_memory = emu::DeviceMemory::kRoom;  // guarded by calls_mu
 int next_handle_id = 1;    // guarded by calls_mu
 CUmemPoolHandle_st default_pool;
 
@@ -159,6 +160,10 @@ void hold_events(bool held) {
   std::lock_guard lock(calls_mu);
   events_held = held;
 }
+void set_device_memory(DeviceMemory state) {
+  std::lock_guard lock(calls_mu);
+  device_memory = state;
+}
 std::string stream_name(cudaStream_t stream) { return name_of(stream); }
 }  // namespace emu
 
@@ -241,6 +246,10 @@ cudaError_t cudaFreeHost(void* ptr) {
 // reaches the free, so a later use is an ASan use-after-free.
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
+  {
+    std::lock_guard lock(calls_mu);
+    if (device_memory != emu::DeviceMemory::kRoom) return fail(cudaErrorMemoryAllocation);
+  }
   count(&emu::RuntimeCalls::pool_allocations);
   return allocate(ptr, bytes);
 }
@@ -260,7 +269,11 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* v
   return pool == &default_pool && value != nullptr ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
-  return pool == &default_pool ? cudaSuccess : fail(cudaErrorInvalidValue);
+  if (pool != &default_pool) return fail(cudaErrorInvalidValue);
+  std::lock_guard lock(calls_mu);
+  ++calls.pool_trims;
+  if (device_memory == emu::DeviceMemory::kPoolHoldsIt) device_memory = emu::DeviceMemory::kRoom;
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind,

@@ -199,6 +199,47 @@ TEST(CudaEmulationEdgeSizes, LinearLayersFuseBiasGeluAndBiasGradIntoCublasLtWhen
   }
 }
 
+// A weight is a view into its unit's flat parameter buffer, at a multiple
+// of its row length: with GPT-2 XL's dim 1600 in bf16 every other one is
+// only 128-byte aligned (3200-byte rows). cuBLASLt is told each pointer's
+// alignment, and the algorithm chosen for 256-byte pointers is not reused
+// on 128-byte ones: the stub refuses a pointer aligned less than its
+// algorithm assumes, as a real kernel faults or refuses (issue 31).
+TEST(CudaEmulationEdgeSizes, LinearLayersOnParameterViewsAlignedTo128Bytes) {
+  Backends b;
+  const int64_t rows = 16, in = 1600, out = 32;
+  const auto x = random_values(rows * in, 31), flat = random_values(out * in + in, 32, -0.2, 0.2),
+             bias = random_values(out, 33);
+  std::vector<double> result[2][2];
+  for (int i = 0; i < 2; ++i) {
+    Backend& be = b.side(i);
+    const Tensor params = make_tensor(be, {out * in + in}, DType::kBF16, flat);
+    const Tensor bias_t = make_tensor(be, {out}, DType::kBF16, bias);
+    const Tensor input = make_tensor(be, {rows, in}, DType::kBF16, x);
+    const int asked = emu::runtime_calls().lt_heuristics;
+    const int ran = emu::runtime_calls().lt_matmuls;
+    for (int64_t row_offset : {int64_t{0}, int64_t{1}}) {  // 256- then 128-byte aligned
+      const Tensor weight = params.view(row_offset * in, {out, in});
+      if (i == 0) {
+        const auto address = reinterpret_cast<uintptr_t>(weight.data());
+        EXPECT_EQ(address % (row_offset == 0 ? 256 : 128), 0u);
+        if (row_offset == 1) EXPECT_NE(address % 256, 0u);
+      }
+      const Tensor y = be.empty({rows, out}, DType::kBF16, MemoryCategory::kActivations);
+      MatmulOptions options;
+      options.trans_b = true;
+      options.bias = &bias_t;  // a linear layer: cuBLASLt with its bias epilogue
+      be.matmul(y, input, weight, options);
+      result[i][row_offset] = values_of(be, y);
+    }
+    if (i == 0) {
+      EXPECT_EQ(emu::runtime_calls().lt_matmuls - ran, 2);     // both on cuBLASLt
+      EXPECT_EQ(emu::runtime_calls().lt_heuristics - asked, 2);  // one per alignment
+    }
+  }
+  for (int k = 0; k < 2; ++k) EXPECT_TRUE(agree(result[0][k], result[1][k], DType::kBF16)) << k;
+}
+
 // Per-tensor fp8 GEMMs run as cuBLASLt fp8 GEMMs (the stub refuses any
 // layout but TN, so every stored layout must be brought to it), with the
 // bias and GELU epilogues of a linear layer; MX blocks run block-scaled

@@ -104,6 +104,33 @@ TEST_F(CudaMemoryTest, ADeviceFreeAfterATransferCopyIsOrderedAfterIt) {
   EXPECT_EQ(later.size() - order.size(), 1u);
 }
 
+// The pool keeps what earlier steps freed; a full device is given that
+// back (after the queued frees) and asked once more, and a device full
+// even so fails with the tracker's account by category (issue 31).
+TEST_F(CudaMemoryTest, AFullDeviceTrimsThePoolAndRetriesOnce) {
+  const Tensor held = backend_->zeros({kMiB}, DType::kF32, MemoryCategory::kParams);
+  const emu::RuntimeCalls before = emu::runtime_calls();
+  emu::set_device_memory(emu::DeviceMemory::kPoolHoldsIt);
+  const Tensor next = backend_->empty({kMiB}, DType::kF32, MemoryCategory::kActivations);
+  const emu::RuntimeCalls trimmed = emu::runtime_calls();
+  EXPECT_EQ(trimmed.pool_trims - before.pool_trims, 1);
+  EXPECT_EQ(trimmed.pool_allocations - before.pool_allocations, 1);
+  EXPECT_GE(trimmed.stream_synchronizations - before.stream_synchronizations, 2);
+
+  emu::set_device_memory(emu::DeviceMemory::kFull);
+  try {
+    (void)backend_->empty({kMiB}, DType::kF32, MemoryCategory::kActivations);
+    ADD_FAILURE() << "a full device allocated";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kOutOfMemory);
+    const std::string message = e.what();
+    EXPECT_NE(message.find("more for activations in the device pool"), std::string::npos) << message;
+    EXPECT_NE(message.find("params 0.00391 GiB"), std::string::npos) << message;
+  }
+  emu::set_device_memory(emu::DeviceMemory::kRoom);
+  EXPECT_EQ(emu::runtime_calls().pool_trims - trimmed.pool_trims, 1);  // tried once, not more
+}
+
 // What lets the emulation see missing waits: queued work has not run until
 // something waits for it, so the host reading pinned memory too early sees
 // the old bytes.

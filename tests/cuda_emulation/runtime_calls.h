@@ -24,6 +24,7 @@ struct RuntimeCalls {
   int lt_matmuls = 0;               // cublasLtMatmul (cublaslt_stub.cc)
   int lt_fp8_matmuls = 0;           // those of them with fp8 inputs
   int lt_heuristics = 0;            // cublasLtMatmulAlgoGetHeuristic
+  int pool_trims = 0;               // cudaMemPoolTrimTo
   // "record e<N> on s<M>", "s<M> waits e<N>", "free on s<M>", in call order.
   std::vector<std::string> stream_order;
 };
@@ -43,6 +44,12 @@ void count_lt_heuristic();
 void enqueue_on(cudaStream_t stream, std::function<void()> work);
 // While held, cudaEventQuery answers cudaErrorNotReady for every event.
 void hold_events(bool held);
+// How full the emulated device is for cudaMallocAsync: kRoom, kPoolHoldsIt
+// (out of memory until cudaMemPoolTrimTo gives the pool's free blocks
+// back, as when the pool keeps what earlier steps freed), kFull (out of
+// memory whatever is trimmed).
+enum class DeviceMemory { kRoom, kPoolHoldsIt, kFull };
+void set_device_memory(DeviceMemory state);
 // "s<M>", the name `stream` has in stream_order.
 std::string stream_name(cudaStream_t stream);
 

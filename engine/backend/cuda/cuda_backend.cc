@@ -116,12 +116,16 @@ void CudaBackend::copy(const Tensor& dst, const Tensor& src, StreamKind stream_k
   check_same_size(dst, src, "copy");
   MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
   if (dst.data() == src.data() || src.nbytes() == 0) return;
-  if (stream_kind == StreamKind::kTransfer &&
-      (dst.pool() == MemoryPool::kDevice || src.pool() == MemoryPool::kDevice)) {
-    memory_->note_transfer_use();  // device frees wait for this copy
-  }
   MIXTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDefault,
                                       stream(stream_kind)));
+  // Device frees wait for this copy. Said only once it is enqueued: a free
+  // on another thread (the communicator's) that took the note before the
+  // copy was on the stream would fence in front of it, and the later free
+  // of this copy's own buffer would then not wait for it (issue 31).
+  if (stream_kind == StreamKind::kTransfer &&
+      (dst.pool() == MemoryPool::kDevice || src.pool() == MemoryPool::kDevice)) {
+    memory_->note_transfer_use();
+  }
 }
 
 void CudaBackend::copy_from_host(const Tensor& dst, const void* src) {

@@ -41,6 +41,17 @@ cublasComputeType_t compute_type(const Blas& blas, DType dtype) {
 
 bool on_16_bytes(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// The alignment cuBLASLt may assume of `p`: the largest power of two up to
+// 256 dividing its address. Untold, its heuristic assumes 256 bytes and
+// may pick a kernel that faults on, or refuses, a 128-byte-aligned view
+// (a GPT-2 XL weight, dim 1600 in bf16, sits at multiples of 3200 bytes).
+uint32_t alignment_of(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
 bool rows_on_16_bytes(const GemmOperand& x) {
   return (x.ld * static_cast<int64_t>(dtype_size(x.dtype))) % 16 == 0;
 }
@@ -155,9 +166,13 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
     set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, fp8.b);
     set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, fp8.a);
     if (fp8.blocks) {
+#if CUBLAS_VERSION >= 120800  // kLtBlockScaledFp8
       const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
       set(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode);
       set(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode);
+#else
+      return false;
+#endif
     }
   }
   const int32_t type = cuda_data_type(c.dtype);
@@ -181,6 +196,13 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
   d.a = b.transposed ? layout_of(b.dtype, k, n, b.ld) : layout_of(b.dtype, n, k, b.ld);
   d.b = a.transposed ? layout_of(a.dtype, m, k, a.ld) : layout_of(a.dtype, k, m, a.ld);
   d.c = layout_of(c.dtype, n, m, c.ld);
+  // With GELU the epilogue's output D is gelu_out; C is read (beta) and
+  // receives the pre-activation through the auxiliary pointer.
+  void* d_out = epilogue.gelu_out != nullptr ? epilogue.gelu_out : c.data;
+  // cuBLASLt's A is our B. An algorithm is kept per alignment too: one
+  // chosen for 256-byte pointers must not run on 128-byte ones.
+  const std::array<uint32_t, 4> alignments{alignment_of(b.data), alignment_of(a.data),
+                                           alignment_of(c.data), alignment_of(d_out)};
   const LtAlgorithms::Problem problem{m,
                                       n,
                                       k,
@@ -194,7 +216,11 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
                                       b.transposed,
                                       static_cast<int64_t>(kind),
                                       blas.tf32,
-                                      fp8.blocks};
+                                      fp8.blocks,
+                                      alignments[0],
+                                      alignments[1],
+                                      alignments[2],
+                                      alignments[3]};
   LtAlgorithms* known = blas.lt_algorithms;
   std::optional<cublasLtMatmulAlgo_t> algorithm;
   if (known != nullptr && known->chosen.contains(problem)) {
@@ -204,6 +230,13 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
     const uint64_t workspace = blas.workspace_bytes;
     MIXTRAIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+    constexpr cublasLtMatmulPreferenceAttributes_t kAlignment[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (size_t i = 0; i < alignments.size(); ++i) {
+      MIXTRAIN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+          d.preference, kAlignment[i], &alignments[i], sizeof alignments[i]));
+    }
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
     if (cublasLtMatmulAlgoGetHeuristic(blas.lt, d.op, d.a, d.b, d.c, d.c, d.preference, 1,
@@ -214,9 +247,6 @@ bool linear_row_major_lt(const Blas& blas, int64_t m, int64_t n, int64_t k, cons
     if (known != nullptr) known->chosen.emplace(problem, algorithm);
   }
   if (!algorithm) return false;
-  // With GELU the epilogue's output D is gelu_out; C is read (beta) and
-  // receives the pre-activation through the auxiliary pointer.
-  void* d_out = epilogue.gelu_out != nullptr ? epilogue.gelu_out : c.data;
   MIXTRAIN_CUBLAS_CHECK(cublasLtMatmul(blas.lt, d.op, &alpha, b.data, d.a, a.data, d.b, &beta,
                                        c.data, d.c, d_out, d.c, &*algorithm, blas.workspace,
                                        blas.workspace_bytes, blas.stream));

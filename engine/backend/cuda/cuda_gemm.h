@@ -20,6 +20,16 @@
 
 namespace mixtrain::gpu {
 
+// cuBLASLt's block-scaled fp8 GEMM (CUBLASLT_MATMUL_DESC_{A,B}_SCALE_MODE,
+// CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0: MXFP8) came with cuBLAS 12.8,
+// as PyTorch's and Transformer Engine's guards say. Built against an older
+// toolkit, mixtrain leaves it out and MXFP8 GEMMs dequantize to bf16.
+#if CUBLAS_VERSION >= 120800
+inline constexpr bool kLtBlockScaledFp8 = true;
+#else
+inline constexpr bool kLtBlockScaledFp8 = false;
+#endif
+
 // A row-major matrix of a batched GEMM: element (r, c) of batch item i is
 // at data + i * batch_stride + r * ld + c, counted in elements of dtype.
 struct GemmOperand {
@@ -36,8 +46,9 @@ struct GemmOperand {
 // by one backend's ops, on one thread.
 struct LtAlgorithms {
   // m, n, k, the three leading dimensions, the dtypes of A, B and C, both
-  // transposes, the epilogue, TF32, fp8 block scaling.
-  using Problem = std::array<int64_t, 14>;
+  // transposes, the epilogue, TF32, fp8 block scaling, and the alignments
+  // of cuBLASLt's A, B, C and D pointers (told to its heuristic).
+  using Problem = std::array<int64_t, 18>;
   std::map<Problem, std::optional<cublasLtMatmulAlgo_t>> chosen;
 };
 

@@ -8,12 +8,15 @@
 // Transformer Engine keeps "columnwise" copies. Two MX-blocked operands
 // become a block-scaled GEMM on sm_100 and newer (VEC32_UE8M0 scales,
 // transposed with their codes and tiled as cuBLASLt reads them); before
-// sm_100, and for anything cuBLASLt refuses, Backend's shared path runs:
+// sm_100, built against a cuBLAS older than 12.8 (said once), and for
+// anything cuBLASLt refuses, Backend's shared path runs:
 // dequantize to bf16, then the bf16 GEMM. No AMAX_D_POINTER: cuBLASLt
 // computes D's amax only for fp8 outputs (it refuses it for fp8 inputs
 // with a bf16 D, as PyTorch's scaled_mm found), these GEMMs write bf16, and
 // the amaxes the recipes need are of the inputs, which quantize_fp8 takes.
 #include <cuda_runtime.h>
+
+#include <iostream>
 
 #include "engine/backend/cuda/cuda_backend_impl.h"
 #include "engine/backend/cuda/cuda_error.h"
@@ -64,8 +67,16 @@ void CudaBackend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Oper
   const bool e5m2_pair = a.codes.dtype() == DType::kFP8E5M2 && b.codes.dtype() == DType::kFP8E5M2;
   const bool one_dtype = (!options.bias || options.bias->dtype() == c.dtype()) &&
                          (!options.gelu_out || options.gelu_out->dtype() == c.dtype());
-  const bool kernels =
-      per_tensor ? compute_capability_ >= 89 : blocks && compute_capability_ >= 100;
+  if (blocks && compute_capability_ >= 100 && !gpu::kLtBlockScaledFp8) {
+    static const bool said = [] {
+      std::cerr << "mixtrain: MXFP8 GEMMs dequantize to bf16: this build's cuBLAS ("
+                << CUBLAS_VERSION << ") predates 12.8's block-scaled fp8 GEMM\n";
+      return true;
+    }();
+    (void)said;
+  }
+  const bool kernels = per_tensor ? compute_capability_ >= 89
+                                  : blocks && compute_capability_ >= 100 && gpu::kLtBlockScaledFp8;
   if (!kernels || e5m2_pair || !one_dtype || s.m == 0 || s.n == 0 || s.k == 0) {
     Backend::matmul_fp8(c, a, b, options);
     return;

@@ -96,8 +96,21 @@ void CudaMemory::deallocate(void* ptr, size_t, MemoryPool pool) {
 
 void* CudaMemory::allocate_device(size_t bytes) {
   void* ptr = nullptr;
-  const cudaError_t status =
+  cudaError_t status =
       pools_supported_ ? cudaMallocAsync(&ptr, bytes, compute_) : cudaMalloc(&ptr, bytes);
+  if (status == cudaErrorMemoryAllocation && pools_supported_) {
+    // The pool keeps every block freed to it (its release threshold), so
+    // the device may be full of the pool's free memory while a larger block
+    // is asked for, or NCCL and cuBLAS allocate outside it. Let both
+    // streams pass the frees queued on them, give the pool's free memory
+    // back to the driver, and try once more.
+    (void)cudaGetLastError();
+    (void)cudaStreamSynchronize(transfer_);
+    (void)cudaStreamSynchronize(compute_);
+    cudaMemPool_t pool = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&pool, device_) == cudaSuccess) (void)cudaMemPoolTrimTo(pool, 0);
+    status = cudaMallocAsync(&ptr, bytes, compute_);
+  }
   if (status != cudaSuccess) {
     throw allocation_error(device_, pools_supported_ ? "cudaMallocAsync" : "cudaMalloc", bytes,
                            status);

@@ -38,12 +38,17 @@ class CudaMemory final : public Allocator {
   cudaStream_t compute() const { return compute_; }
   cudaStream_t transfer() const { return transfer_; }
 
-  // Says that work on the transfer stream may use device memory: the next
-  // device free is then ordered after it (frees are compute-stream ordered).
+  // Says that work enqueued on the transfer stream may use device memory:
+  // the next device free is then ordered after it (frees are compute-stream
+  // ordered). Call it after enqueueing that work, never before: a free on
+  // another thread may take the note at any moment and fence only what the
+  // transfer stream holds by then.
   void note_transfer_use() { transfer_used_.store(true, std::memory_order_release); }
 
   // Device memory is allocated and freed on the compute stream, in order
-  // with its work: no call blocks. Host memory: a cached pinned block of at
+  // with its work: no call blocks, except when the device is full: then
+  // the streams are waited for, the pool's free memory is given back and
+  // the allocation is tried once more before it fails (kOutOfMemory). Host memory: a cached pinned block of at
   // least `bytes` whose queued GPU work is done, else a new one.
   void* allocate(size_t bytes, MemoryPool pool) override;
   void deallocate(void* ptr, size_t bytes, MemoryPool pool) override;

@@ -90,6 +90,14 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::release() {
+  if (comm_ == nullptr && barrier_word_ == nullptr && done_ == nullptr && stream_ == nullptr) return;
+  // The destructor may run on a thread whose current device is another
+  // GPU: the communicator, its stream, event and buffer belong to ours.
+  // That thread's device is given back after.
+  int previous = -1;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess &&
+                        previous != options().cuda_device &&
+                        cudaSetDevice(options().cuda_device) == cudaSuccess;
   if (comm_ != nullptr) {
     // Finalize flushes NCCL's own pending work; a peer that is gone makes
     // it hang, so past the timeout abort instead.
@@ -112,6 +120,7 @@ void NcclCommunicator::release() {
   barrier_word_ = nullptr;
   done_ = nullptr;
   stream_ = nullptr;
+  if (switched) cudaSetDevice(previous);
 }
 
 void NcclCommunicator::abort_and_throw(ErrorCode code, const std::string& what,
