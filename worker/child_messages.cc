@@ -129,6 +129,7 @@ std::optional<StepReport> step_from_proto(const task::StepReport& in) {
   p.tokens = in.tokens();
   out.rank_tokens = in.rank_tokens();
   out.model_flops = in.model_flops();
+  out.gemm_fallbacks = in.gemm_fallbacks();
   if (!memory_from_proto(in, out.memory) || !comm_from_proto(in, out.comm)) return std::nullopt;
   if (in.has_gradient_range()) {
     p.gradient_range.emplace();
@@ -164,6 +165,7 @@ std::string encode_step(const StepReport& step) {
   out.set_tokens(p.tokens);
   out.set_rank_tokens(step.rank_tokens);
   out.set_model_flops(step.model_flops);
+  out.set_gemm_fallbacks(step.gemm_fallbacks);
   memory_to_proto(step.memory, out);
   comm_to_proto(step.comm, out);
   if (p.gradient_range) gradient_range_to_proto(*p.gradient_range, out);

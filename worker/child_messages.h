@@ -27,6 +27,7 @@ struct StepReport {
   double model_flops = 0.0;  // model FLOPs this rank computed in the step
   MemoryReport memory;       // this rank's memory after the step
   CommStats comm;            // this rank's collectives since the task began
+  int64_t gemm_fallbacks = 0;  // Backend::gemm_fallbacks since the task began
 };
 
 struct ChildMessage {

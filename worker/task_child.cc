@@ -188,6 +188,7 @@ int run_task_child(std::istream& in) {
           model_flops_per_token(spec.model, trainer->layout().param_count()) * out.rank_tokens;
       out.memory = memory_report(backend->memory());
       if (comm) out.comm = comm->stats();
+      out.gemm_fallbacks = backend->gemm_fallbacks();
       report(encode_step(out));
     };
     options.progress.on_eval = [print = options.progress.on_eval](const EvalProgress& eval) {

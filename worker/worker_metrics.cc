@@ -159,6 +159,11 @@ WorkerMetrics::WorkerMetrics()
                          .Name("mixtrain_fp8_saturated_total")
                          .Help("Elements that fp8 quantization clamped to the format's max")
                          .Register(*registry_)),
+      gemm_fallbacks_(BuildCounter()
+                          .Name("mixtrain_gemm_fallbacks_total")
+                          .Help("GEMMs that took a slower path than the device offers: an "
+                                "unfused bias or GELU, an fp8 GEMM dequantized to bf16")
+                          .Register(*registry_)),
       up_(BuildGauge()
               .Name("mixtrain_worker_up")
               .Help("1 while the worker agent runs")
@@ -230,6 +235,7 @@ void WorkerMetrics::begin_task(const TaskInfo& info) {
   task.overflow_steps = &add(task, overflow_steps_, {});
   task.steps = &add(task, steps_, {});
   task.tokens = &add(task, tokens_, {});
+  task.gemm_fallbacks = &add(task, gemm_fallbacks_, {});
   task.step_duration = &add(task, step_duration_, {}, step_buckets());
   for (const char* kind : {"nan", "inf"}) {
     for (const char* where : {"loss", "grads"})
@@ -267,6 +273,9 @@ void WorkerMetrics::on_step(const StepReport& step) {
   if (!p.skipped) set_gauge(task, task.grad_norm, grad_norm_, p.grad_norm);
   task.steps->Increment();
   task.tokens->Increment(step.rank_tokens);
+  task.gemm_fallbacks->Increment(static_cast<double>(
+      std::max<int64_t>(0, step.gemm_fallbacks - task.gemm_fallbacks_reported)));
+  task.gemm_fallbacks_reported = std::max(task.gemm_fallbacks_reported, step.gemm_fallbacks);
   task.step_duration->Observe(p.seconds);
   if (p.skipped) task.overflow_steps->Increment();
   // Only the four series begin_task made: a malformed report adds none.

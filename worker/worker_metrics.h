@@ -78,6 +78,8 @@ class WorkerMetrics {
     prometheus::Counter* overflow_steps = nullptr;
     prometheus::Counter* steps = nullptr;
     prometheus::Counter* tokens = nullptr;
+    prometheus::Counter* gemm_fallbacks = nullptr;
+    int64_t gemm_fallbacks_reported = 0;
     prometheus::Histogram* step_duration = nullptr;
     std::array<prometheus::Histogram*, kNumCommOps> collective_seconds{};
     // Precision telemetry: created with the first report that has it.
@@ -141,6 +143,7 @@ class WorkerMetrics {
   prometheus::Family<prometheus::Gauge>& fp8_amax_;
   prometheus::Family<prometheus::Gauge>& fp8_scale_log2_;
   prometheus::Family<prometheus::Counter>& fp8_saturated_;
+  prometheus::Family<prometheus::Counter>& gemm_fallbacks_;
   prometheus::Gauge& up_;
   prometheus::Gauge& busy_;
   prometheus::Gauge& connected_;

@@ -17,6 +17,7 @@
 //    the op and the tensor.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -117,6 +118,11 @@ class Backend {
   virtual std::optional<std::string> fp8_unsupported_reason() const { return std::nullopt; }
   // The tracker counting every allocation of this backend.
   MemoryTracker& memory() const { return *tracker_; }
+  // GEMMs that took a slower path than this device offers for them: a
+  // linear layer's bias or GELU not fused into cuBLASLt's epilogue, an fp8
+  // GEMM dequantized to bf16. 0 on the CPU, which has one path. Workers
+  // export it (mixtrain_gemm_fallbacks_total) so a silent slow path shows.
+  int64_t gemm_fallbacks() const { return gemm_fallbacks_.load(std::memory_order_relaxed); }
 
   // ---- memory -----------------------------------------------------------
   // An uninitialized tensor counted under (pool, category).
@@ -258,10 +264,13 @@ class Backend {
  protected:
   Backend(std::shared_ptr<Allocator> allocator)
       : allocator_(std::move(allocator)), tracker_(std::make_shared<MemoryTracker>()) {}
+  // One GEMM took a slower path (gemm_fallbacks).
+  void count_gemm_fallback() { gemm_fallbacks_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   std::shared_ptr<Allocator> allocator_;
   std::shared_ptr<MemoryTracker> tracker_;
+  std::atomic<int64_t> gemm_fallbacks_{0};
 };
 
 // Names of the backends usable in this process: "cpu" always, "cuda" when

@@ -101,6 +101,10 @@ const char* fp8_problem(const Desc& d, const Layout& a, const Layout& b, const L
     return "VEC32_UE8M0 needs k a multiple of 32 and both scale pointers";
   if (a.ld % 16 != 0 || b.ld % 16 != 0) return "fp8 leading dimensions off 16 bytes";
   if (is_bias_grad(d.epilogue)) return "a bias gradient epilogue with fp8 inputs";
+  // cuBLASLt's fp8 table: with an fp32 D the bias is bf16, not D's type
+  // (PyTorch's _scaled_mm refuses a bias with fp32 output altogether).
+  if (has_bias(d.epilogue) && c.type == CUDA_R_32F)
+    return "a bias epilogue on an fp8 GEMM with an fp32 D";
   return nullptr;
 }
 

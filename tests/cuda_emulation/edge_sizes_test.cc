@@ -325,6 +325,58 @@ TEST(CudaEmulationEdgeSizes, Fp8GemmsRunOnCublasLtFp8KernelsInTheTnLayout) {
   unsetenv("MIXTRAIN_EMULATED_SM");
 }
 
+// An fp8 GEMM writing fp32 with a bias: cuBLASLt takes no fp32 bias there
+// (its fp8 table; PyTorch's _scaled_mm refuses it), so the fp8 kernel runs
+// without it and a rank-1 GEMM adds it; with a GELU after the bias the
+// layer takes the shared path, counted in gemm_fallbacks (issue 31: it
+// once fell back silently).
+TEST(CudaEmulationEdgeSizes, Fp8GemmsWithFp32OutputAddTheirBiasAfter) {
+  Backends b;
+  const int64_t m = 32, k = 64, n = 48;
+  const auto a_values = random_values(m * k, 41, -4, 4), b_values = random_values(n * k, 42, -0.5, 0.5);
+  const auto bias = random_values(n, 43), c_values = random_values(m * n, 44);
+  for (bool gelu : {false, true}) {
+    SCOPED_TRACE(gelu ? "bias and GELU" : "bias");
+    std::vector<double> out[2];
+    int fp8_kernels = 0;
+    int64_t fallbacks = 0;
+    for (int i = 0; i < 2; ++i) {
+      Backend& be = b.side(i);
+      auto operand = [&](const Shape& shape, const std::vector<double>& values, float scale) {
+        const Tensor src = make_tensor(be, shape, DType::kBF16, values);
+        Fp8Operand op{be.empty(shape, DType::kFP8E4M3, MemoryCategory::kWorkspace), scale};
+        be.quantize_fp8(op.codes, src, scale);
+        return op;
+      };
+      const Fp8Operand a = operand({m, k}, a_values, 50), w = operand({n, k}, b_values, 300);
+      const Tensor bias_t = make_tensor(be, {n}, DType::kF32, bias);
+      const Tensor c_t = make_tensor(be, {m, n}, DType::kF32, c_values);
+      const Tensor gelu_t = be.empty({m, n}, DType::kF32, MemoryCategory::kActivations);
+      MatmulOptions options;
+      options.trans_b = true;
+      options.bias = &bias_t;
+      options.alpha = 0.75f;
+      options.beta = gelu ? 0.0f : 0.5f;
+      if (gelu) options.gelu_out = &gelu_t;
+      const int before = emu::runtime_calls().lt_fp8_matmuls;
+      const int64_t fallbacks_before = be.gemm_fallbacks();
+      be.matmul_fp8(c_t, a, w, options);
+      if (i == 0) {
+        fp8_kernels = emu::runtime_calls().lt_fp8_matmuls - before;
+        fallbacks = be.gemm_fallbacks() - fallbacks_before;
+      }
+      out[i] = values_of(be, gelu ? gelu_t : c_t);
+    }
+    EXPECT_EQ(fp8_kernels, gelu ? 0 : 1);
+    // With the GELU: the fp8 GEMM, and the bf16 GEMM of the shared path,
+    // whose fp32 output cannot take its bias and GELU in cuBLASLt either.
+    EXPECT_EQ(fallbacks, gelu ? 2 : 0);
+    // The CPU's shared path dequantizes to bf16 first, as the other fp8 cases.
+    EXPECT_TRUE(agree(out[0], out[1], DType::kBF16));
+  }
+  EXPECT_EQ(b.cpu->gemm_fallbacks(), 0);
+}
+
 // precision.tf32 reaches both GEMM paths: with allow_tf32 the fp32 inputs
 // are rounded to TF32 (10 significand bits), so 1 + 2^-12 counts as 1;
 // without it the product is exact fp32.

@@ -9,7 +9,8 @@
 // become a block-scaled GEMM on sm_100 and newer (VEC32_UE8M0 scales,
 // transposed with their codes and tiled as cuBLASLt reads them); before
 // sm_100, built against a cuBLAS older than 12.8 (said once), and for
-// anything cuBLASLt refuses, Backend's shared path runs:
+// anything cuBLASLt refuses, Backend's shared path runs (each such GEMM
+// counted in gemm_fallbacks):
 // dequantize to bf16, then the bf16 GEMM. No AMAX_D_POINTER: cuBLASLt
 // computes D's amax only for fp8 outputs (it refuses it for fp8 inputs
 // with a bf16 D, as PyTorch's scaled_mm found), these GEMMs write bf16, and
@@ -77,7 +78,17 @@ void CudaBackend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Oper
   }
   const bool kernels = per_tensor ? compute_capability_ >= 89
                                   : blocks && compute_capability_ >= 100 && gpu::kLtBlockScaledFp8;
-  if (!kernels || e5m2_pair || !one_dtype || s.m == 0 || s.n == 0 || s.k == 0) {
+  if (s.m == 0 || s.n == 0 || s.k == 0) {
+    Backend::matmul_fp8(c, a, b, options);
+    return;
+  }
+  // cuBLASLt takes no bias of D's type on an fp8 GEMM with an fp32 D (its
+  // fp8 table; PyTorch's _scaled_mm refuses the bias there): the bias is
+  // added after, by a rank-1 GEMM. With a GELU after the bias, the whole
+  // layer takes the shared path.
+  const bool bias_after = c.dtype() == DType::kF32 && options.bias != nullptr;
+  if (!kernels || e5m2_pair || !one_dtype || (bias_after && options.gelu_out != nullptr)) {
+    count_gemm_fallback();
     Backend::matmul_fp8(c, a, b, options);
     return;
   }
@@ -134,15 +145,23 @@ void CudaBackend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Oper
   const gpu::GemmOperand a_op{a_codes, a.codes.dtype(), s.k, 0, false};
   const gpu::GemmOperand b_op{b_codes, b.codes.dtype(), s.k, 0, true};
   const gpu::GemmOutput c_op{c.data(), c.dtype(), s.n, 0};
-  const gpu::LinearEpilogue epilogue{options.bias ? options.bias->data() : nullptr,
-                                     options.gelu_out ? options.gelu_out->data() : nullptr,
-                                     nullptr};
+  const gpu::LinearEpilogue epilogue{
+      options.bias && !bias_after ? options.bias->data() : nullptr,
+      options.gelu_out ? options.gelu_out->data() : nullptr, nullptr};
   if (gpu::linear_row_major_lt(blas(), s.m, s.n, s.k, a_op, b_op, c_op, options.alpha, options.beta,
                                epilogue, scales)) {
+    if (bias_after) {  // C (m, n) += ones (m, 1) x bias (1, n)
+      const Tensor ones = scratch({{{s.m, 1}, DType::kF32}})[0];
+      fill(ones, 1.0f);
+      MatmulOptions add_bias;
+      add_bias.beta = 1.0f;
+      matmul(c, ones, options.bias->reshape({1, s.n}), add_bias);
+    }
     return;
   }
   // The transposes and scales above are stream-ordered scratch: leaving
   // them unused costs nothing more.
+  count_gemm_fallback();
   Backend::matmul_fp8(c, a, b, options);
 }
 

@@ -50,6 +50,7 @@ StepReport step(int64_t n, bool skipped) {
   out.comm[CommOp::kAllReduce].calls = 4 * n;
   out.comm[CommOp::kAllReduce].bytes_sent = 1000 * n;
   out.comm[CommOp::kAllReduce].seconds = 0.5 * static_cast<double>(n);
+  out.gemm_fallbacks = 3 * n;  // cumulative, as the backend counts
   return out;
 }
 
@@ -67,6 +68,7 @@ TEST(WorkerMetricsTest, TaskSeriesCarryLabelsAndAccumulate) {
   EXPECT_TRUE(has(text, sample("mixtrain_learning_rate", {}, "0.001"))) << text;
   EXPECT_TRUE(has(text, sample("mixtrain_steps_total", {}, "2"))) << text;
   EXPECT_TRUE(has(text, sample("mixtrain_tokens_total", {}, "128"))) << text;
+  EXPECT_TRUE(has(text, sample("mixtrain_gemm_fallbacks_total", {}, "6"))) << text;
   EXPECT_TRUE(has(text, sample("mixtrain_overflow_steps_total", {}, "1"))) << text;
   EXPECT_TRUE(has(
       text, sample("mixtrain_nonfinite_events_total", {{"kind", "inf"}, {"where", "grads"}}, "1")))

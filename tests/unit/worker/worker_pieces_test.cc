@@ -58,6 +58,7 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   step.progress.nonfinite_where = "loss";
   step.progress.seconds = 0.5;
   step.model_flops = 7e9;
+  step.gemm_fallbacks = 42;
   step.memory.current[1][2] = 123;
   step.memory.peak_total[1] = 456;
   step.memory.peak[1][2] = 789;
@@ -82,6 +83,7 @@ TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
   EXPECT_EQ(decoded->step.progress.nonfinite_kind, "nan");
   EXPECT_EQ(decoded->step.progress.nonfinite_where, "loss");
   EXPECT_EQ(decoded->step.model_flops, 7e9);
+  EXPECT_EQ(decoded->step.gemm_fallbacks, 42);
   EXPECT_EQ(decoded->step.memory.current[1][2], 123u);
   EXPECT_EQ(decoded->step.memory.peak_total[1], 456u);
   EXPECT_EQ(decoded->step.memory.peak[1][2], 789u);
