@@ -71,6 +71,33 @@ grpc::Status check_addresses(const std::string& peer, v1::RegisterRequest& reque
                                                        caller, net::kMetricsAddressFix));
 }
 
+// INVALID_ARGUMENT naming the first claim of `resources` no machine makes.
+grpc::Status check_resources(const v1::Resources& resources) {
+  const auto refuse = [](const std::string& field, int64_t value, int64_t bound) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "resources." + field + " is " + std::to_string(value) +
+                            "; a worker may register at most " + std::to_string(bound));
+  };
+  if (resources.cuda_devices_size() > kMaxDevicesPerWorker) {
+    return refuse("cuda_devices (GPUs)", resources.cuda_devices_size(), kMaxDevicesPerWorker);
+  }
+  if (resources.memory_bytes() < 0 || resources.memory_bytes() > kMaxWorkerMemoryBytes) {
+    return refuse("memory_bytes", resources.memory_bytes(), kMaxWorkerMemoryBytes);
+  }
+  for (const v1::CudaDevice& device : resources.cuda_devices()) {
+    if (device.memory_bytes() < 0 || device.memory_bytes() > kMaxGpuMemoryBytes) {
+      return refuse("cuda_devices[" + std::to_string(device.index()) + "].memory_bytes",
+                    device.memory_bytes(), kMaxGpuMemoryBytes);
+    }
+  }
+  for (const auto& [field, value] :
+       {std::pair{"cpu_cores", resources.cpu_cores()}, {"host_cores", resources.host_cores()},
+        {"threads", resources.threads()}}) {
+    if (value < 0 || value > kMaxWorkerCpus) return refuse(field, value, kMaxWorkerCpus);
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContext* context,
@@ -78,13 +105,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Register(grpc::CallbackServerContex
                                                       v1::RegisterResponse* response) {
   return finish_unary(context, auth_, *request, [&] {
     v1::RegisterRequest checked = *request;
-    if (checked.resources().cuda_devices_size() > kMaxDevicesPerWorker) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "resources.cuda_devices lists " +
-                              std::to_string(checked.resources().cuda_devices_size()) +
-                              " GPUs; a worker may register at most " +
-                              std::to_string(kMaxDevicesPerWorker));
-    }
+    if (grpc::Status status = check_resources(checked.resources()); !status.ok()) return status;
     if (grpc::Status status = check_addresses(context->peer(), checked); !status.ok()) {
       return status;
     }

@@ -19,6 +19,13 @@ namespace mixtrain::server {
 inline constexpr std::chrono::hours kMaxStoreWait{24};
 // Most GPUs a worker may register: a real host has at most a few dozen.
 inline constexpr int kMaxDevicesPerWorker = 64;
+// The most a registration may claim: twice the largest machines sold
+// (32 TiB of RAM, 288 GB on one GPU, a few thousand CPUs). The coordinator
+// cannot measure a worker's host; it can refuse a claim no host makes
+// (issue 29: a worker claiming 1 PB was given a GPT-2-XL job).
+inline constexpr int64_t kMaxWorkerMemoryBytes = int64_t{64} << 40;
+inline constexpr int64_t kMaxGpuMemoryBytes = int64_t{1} << 40;
+inline constexpr int kMaxWorkerCpus = 8192;
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
@@ -32,8 +39,8 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
 
   // A worker id (previous_worker_id when given) and the heartbeat interval;
   // INVALID_ARGUMENT for a data or metrics address that resolves to
-  // loopback while the worker calls from another host, or for more than
-  // kMaxDevicesPerWorker GPUs.
+  // loopback while the worker calls from another host, for more than
+  // kMaxDevicesPerWorker GPUs, or for resources beyond the kMax* bounds.
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
                                      const v1::RegisterRequest* request,
                                      v1::RegisterResponse* response) override;

@@ -49,6 +49,7 @@ std::mutex calls_mu;
 emu::RuntimeCalls calls;  // guarded by calls_mu
 bool events_held = false;  // guarded by calls_mu
 emu::DeviceMemory device_memory = emu::DeviceMemory::kRoom;  // guarded by calls_mu
+std::function<void()> before_memcpy;                         // guarded by calls_mu
 int next_handle_id = 1;    // guarded by calls_mu
 CUmemPoolHandle_st default_pool;
 
@@ -163,6 +164,10 @@ void hold_events(bool held) {
 void set_device_memory(DeviceMemory state) {
   std::lock_guard lock(calls_mu);
   device_memory = state;
+}
+void before_next_memcpy(std::function<void()> other_thread_work) {
+  std::lock_guard lock(calls_mu);
+  before_memcpy = std::move(other_thread_work);
 }
 std::string stream_name(cudaStream_t stream) { return name_of(stream); }
 }  // namespace emu
@@ -279,6 +284,12 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind,
                             cudaStream_t stream) {
   if (const cudaError_t e = check(stream); e != cudaSuccess) return e;
+  std::function<void()> interleaved;
+  {
+    std::lock_guard lock(calls_mu);
+    interleaved.swap(before_memcpy);
+  }
+  if (interleaved) interleaved();
   if (!gpu_reachable(dst)) {  // into pageable memory: done on return
     emu::drain(emu::mark(queue_of(stream)));
     std::memcpy(dst, src, bytes);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/backend/cuda/cuda_backend.h"
@@ -102,6 +103,31 @@ TEST_F(CudaMemoryTest, ADeviceFreeAfterATransferCopyIsOrderedAfterIt) {
   const std::vector<std::string> later = emu::runtime_calls().stream_order;
   EXPECT_EQ(later.back(), "free on " + compute);
   EXPECT_EQ(later.size() - order.size(), 1u);
+}
+
+// The communicator's thread frees tensors while the training thread
+// copies: a free that lands between a transfer copy's bookkeeping and its
+// enqueue must not fence in front of the copy and leave the copy's own
+// buffer's free unordered after it (issue 31). The other thread's free is
+// run at exactly that moment.
+TEST_F(CudaMemoryTest, AFreeOnAnotherThreadDuringACopyLeavesTheCopysFreeOrdered) {
+  auto& cuda = dynamic_cast<CudaBackend&>(*backend_);
+  const std::string compute = emu::stream_name(cuda.begin_op());
+  const Tensor host =
+      backend_->zeros({1024}, DType::kF32, MemoryCategory::kCommBuffers, MemoryPool::kHost);
+  Tensor device = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
+  Tensor unrelated = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
+  emu::before_next_memcpy([&] { std::thread([&] { unrelated = Tensor(); }).join(); });
+  backend_->copy(device, host, StreamKind::kTransfer);
+  const size_t mark = emu::runtime_calls().stream_order.size();
+  device = Tensor();
+  const std::vector<std::string> order = emu::runtime_calls().stream_order;
+  ASSERT_EQ(order.size() - mark, 3u) << testing::PrintToString(order);
+  const std::string recorded = order[mark];
+  ASSERT_EQ(recorded.rfind("record ", 0), 0u) << recorded;
+  const std::string event = recorded.substr(7, recorded.find(' ', 7) - 7);
+  EXPECT_EQ(order[mark + 1], compute + " waits " + event);
+  EXPECT_EQ(order[mark + 2], "free on " + compute);
 }
 
 // The pool keeps what earlier steps freed; a full device is given that

@@ -50,6 +50,10 @@ void hold_events(bool held);
 // memory whatever is trimmed).
 enum class DeviceMemory { kRoom, kPoolHoldsIt, kFull };
 void set_device_memory(DeviceMemory state);
+// Runs `other_thread_work` once, at the start of the next cudaMemcpyAsync,
+// before the copy is on its stream: what another thread does in the moment
+// between an op's bookkeeping and its enqueue.
+void before_next_memcpy(std::function<void()> other_thread_work);
 // "s<M>", the name `stream` has in stream_order.
 std::string stream_name(cudaStream_t stream);
 

@@ -160,6 +160,41 @@ TEST_F(WorkerRegistryTest, ARegistrationListsAtMost64Gpus) {
   EXPECT_EQ(register_only(request).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// Issue 29: a worker claiming 1 PB of RAM was given a GPT-2-XL-sized job.
+// The coordinator cannot measure a worker's host, but no host has 1 PB, a
+// 2 TiB GPU or 100,000 cores: such registrations are refused, naming the
+// field; the largest real machines register.
+TEST_F(WorkerRegistryTest, ARegistrationClaimingWhatNoMachineHasIsRefused) {
+  const auto refused = [&](const v1::RegisterRequest& request, const std::string& field) {
+    const grpc::Status status = register_only(request);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
+    EXPECT_NE(status.error_message().find("resources." + field), std::string::npos)
+        << status.error_message();
+  };
+  v1::RegisterRequest big;
+  big.set_hostname("big");
+  big.mutable_resources()->set_backend(v1::BACKEND_CUDA);
+  big.mutable_resources()->set_memory_bytes(int64_t{32} << 40);  // 32 TiB: real
+  big.mutable_resources()->set_cpu_cores(1920);
+  v1::CudaDevice& gpu = *big.mutable_resources()->add_cuda_devices();
+  gpu.set_index(0);
+  gpu.set_memory_bytes(int64_t{288} << 30);  // a B300's
+  EXPECT_TRUE(register_only(big).ok());
+
+  v1::RegisterRequest petabyte = big;
+  petabyte.mutable_resources()->set_memory_bytes(int64_t{1} << 50);
+  refused(petabyte, "memory_bytes");
+  v1::RegisterRequest huge_gpu = big;
+  huge_gpu.mutable_resources()->mutable_cuda_devices(0)->set_memory_bytes(int64_t{2} << 40);
+  refused(huge_gpu, "cuda_devices[0].memory_bytes");
+  v1::RegisterRequest cores = big;
+  cores.mutable_resources()->set_cpu_cores(100000);
+  refused(cores, "cpu_cores");
+  v1::RegisterRequest negative = big;
+  negative.mutable_resources()->set_memory_bytes(-1);
+  refused(negative, "memory_bytes");
+}
+
 // Issue 29: 40 registrations that never heartbeated, plus one real worker,
 // made jobs fail ("lost (no heartbeat ...); no restarts left").
 TEST_F(WorkerRegistryTest, RegistrationsThatNeverHeartbeatGetNoTask) {
