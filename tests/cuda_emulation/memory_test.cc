@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -79,29 +80,38 @@ TEST_F(CudaMemoryTest, APinnedBlockIsReusedOnceTheGpuIsDoneWithIt) {
   EXPECT_EQ(emu::runtime_calls().pinned_allocations - first_allocations, 3);
 }
 
-TEST_F(CudaMemoryTest, ADeviceFreeAfterATransferCopyIsOrderedAfterIt) {
-  auto& cuda = dynamic_cast<CudaBackend&>(*backend_);
+// A transfer copy into a device tensor, the tensor freed after: its free
+// must be ordered after the copy. `during_copy` runs as another thread
+// would, at the start of the copy. The stream order of the free is
+// "record eN on <transfer>", "<compute> waits eN", "free on <compute>".
+void expect_free_fenced_after_copy(Backend& backend, std::function<void()> during_copy = {}) {
+  auto& cuda = dynamic_cast<CudaBackend&>(backend);
   const std::string compute = emu::stream_name(cuda.begin_op());
   const Tensor host =
-      backend_->zeros({1024}, DType::kF32, MemoryCategory::kCommBuffers, MemoryPool::kHost);
-  Tensor device = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
-  backend_->copy(device, host, StreamKind::kTransfer);
+      backend.zeros({1024}, DType::kF32, MemoryCategory::kCommBuffers, MemoryPool::kHost);
+  Tensor device = backend.empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
+  if (during_copy) emu::before_next_memcpy(std::move(during_copy));
+  backend.copy(device, host, StreamKind::kTransfer);
   const size_t mark = emu::runtime_calls().stream_order.size();
   device = Tensor();
   const std::vector<std::string> order = emu::runtime_calls().stream_order;
   ASSERT_EQ(order.size() - mark, 3u) << testing::PrintToString(order);
-  // "record eN on <transfer>", "<compute> waits eN", "free on <compute>".
   const std::string recorded = order[mark];
+  EXPECT_EQ(recorded.rfind("record ", 0), 0u) << recorded;
   const std::string event = recorded.substr(7, recorded.find(' ', 7) - 7);
   EXPECT_NE(recorded, "record " + event + " on " + compute);
   EXPECT_EQ(order[mark + 1], compute + " waits " + event);
   EXPECT_EQ(order[mark + 2], "free on " + compute);
+}
 
+TEST_F(CudaMemoryTest, ADeviceFreeAfterATransferCopyIsOrderedAfterIt) {
+  expect_free_fenced_after_copy(*backend_);
   // Without transfer work since, a free needs no wait.
+  const std::vector<std::string> order = emu::runtime_calls().stream_order;
   Tensor other = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
   other = Tensor();
   const std::vector<std::string> later = emu::runtime_calls().stream_order;
-  EXPECT_EQ(later.back(), "free on " + compute);
+  EXPECT_EQ(later.back().rfind("free on ", 0), 0u) << later.back();
   EXPECT_EQ(later.size() - order.size(), 1u);
 }
 
@@ -111,23 +121,9 @@ TEST_F(CudaMemoryTest, ADeviceFreeAfterATransferCopyIsOrderedAfterIt) {
 // buffer's free unordered after it (issue 31). The other thread's free is
 // run at exactly that moment.
 TEST_F(CudaMemoryTest, AFreeOnAnotherThreadDuringACopyLeavesTheCopysFreeOrdered) {
-  auto& cuda = dynamic_cast<CudaBackend&>(*backend_);
-  const std::string compute = emu::stream_name(cuda.begin_op());
-  const Tensor host =
-      backend_->zeros({1024}, DType::kF32, MemoryCategory::kCommBuffers, MemoryPool::kHost);
-  Tensor device = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
   Tensor unrelated = backend_->empty({1024}, DType::kF32, MemoryCategory::kCommBuffers);
-  emu::before_next_memcpy([&] { std::thread([&] { unrelated = Tensor(); }).join(); });
-  backend_->copy(device, host, StreamKind::kTransfer);
-  const size_t mark = emu::runtime_calls().stream_order.size();
-  device = Tensor();
-  const std::vector<std::string> order = emu::runtime_calls().stream_order;
-  ASSERT_EQ(order.size() - mark, 3u) << testing::PrintToString(order);
-  const std::string recorded = order[mark];
-  ASSERT_EQ(recorded.rfind("record ", 0), 0u) << recorded;
-  const std::string event = recorded.substr(7, recorded.find(' ', 7) - 7);
-  EXPECT_EQ(order[mark + 1], compute + " waits " + event);
-  EXPECT_EQ(order[mark + 2], "free on " + compute);
+  expect_free_fenced_after_copy(*backend_,
+                                [&] { std::thread([&] { unrelated = Tensor(); }).join(); });
 }
 
 // The pool keeps what earlier steps freed; a full device is given that
