@@ -68,7 +68,8 @@ std::optional<int> ServiceCli::run(OutputFormat format, bool terminal, std::ostr
   if (options_.token.empty() && !token_file_.empty()) {
     options_.token = net::read_token_file(token_file_);
     if (options_.token.empty()) {
-      err << "mixtrain: --token-file " << token_file_ << " cannot be read or holds no token\n";
+      err << "mixtrain: cannot read --token-file " << token_file_
+          << " (missing, unreadable or empty)\n";
       return kExitUsage;
     }
   }

@@ -90,8 +90,8 @@ int run_agent(int argc, char** argv) {
   if (!token_file.empty()) {
     options.connection.join_token = mixtrain::net::read_token_file(token_file);
     if (options.connection.join_token.empty()) {
-      std::cerr << "mixtrain-worker: --join-token-file " << token_file
-                << " cannot be read or holds no token\n";
+      std::cerr << "mixtrain-worker: cannot read --join-token-file " << token_file
+                << " (missing, unreadable or empty)\n";
       return 2;
     }
   }

@@ -137,7 +137,8 @@ MIXTRAIN_TOKEN= MIXTRAIN_TOKEN_FILE="$work/token" run jobs
 [ "$code" -eq 0 ] || fail "MIXTRAIN_TOKEN_FILE: exit $code: $err"
 MIXTRAIN_TOKEN= run --token-file "$work/no-such-token" jobs
 [ "$code" -eq 2 ] || fail "unreadable --token-file: exit $code, want 2"
-grep -q "no-such-token cannot be read" "$work/err" || fail "unreadable --token-file not named: $err"
+grep -q "cannot read --token-file $work/no-such-token" "$work/err" ||
+  fail "unreadable --token-file not named: $err"
 closed=$($python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 run --coordinator "127.0.0.1:$closed" submit "$valid"
 [ "$code" -eq 3 ] || fail "unreachable coordinator: exit $code, want 3"
