@@ -30,11 +30,14 @@ MemoryReport as_report(const MemoryPlan& plan) {
   return report;
 }
 
-Json costs_json(const MemoryPlan& plan) {
+// The plan's figures beside memory_bytes: per-step costs, the runtime's
+// device bytes.
+Json figures_json(const MemoryPlan& plan) {
   Json out = Json::object();
   out["comm_elements_per_step"] = plan.comm_elements_per_step;
   out["recompute_flops_per_step"] = plan.recompute_flops_per_step;
   out["host_traffic_bytes_per_step"] = plan.host_traffic_bytes_per_step;
+  out["device_runtime_bytes"] = plan.device_runtime;
   return out;
 }
 
@@ -53,7 +56,11 @@ void print_table(const config::JobSpec& spec, const plan::PlanTarget& target,
                    format_bytes(static_cast<double>(plan.at(MemoryPool::kDevice, category))),
                    format_bytes(static_cast<double>(plan.at(MemoryPool::kHost, category)))});
   }
-  table.add_row({"peak", format_bytes(static_cast<double>(plan.peak(MemoryPool::kDevice))),
+  if (target.cuda) {
+    table.add_row({"cuda runtime, nccl", format_bytes(static_cast<double>(plan.device_runtime)),
+                   format_bytes(0)});
+  }
+  table.add_row({"peak", format_bytes(static_cast<double>(plan.device_need())),
                  format_bytes(static_cast<double>(plan.peak(MemoryPool::kHost)))});
   table.print(out);
   out << "\nper step: " << format_count(static_cast<double>(plan.comm_elements_per_step))
@@ -80,7 +87,7 @@ void print_table(const config::JobSpec& spec, const plan::PlanTarget& target,
       {"choice", "device peak", "host peak", "sent/step", "recompute/step", "host traffic/step"});
   for (const PlanAlternative& a : alternatives) {
     choices.add_row({plan::describe(a.choice),
-                     format_bytes(static_cast<double>(a.plan.peak(MemoryPool::kDevice))),
+                     format_bytes(static_cast<double>(a.plan.device_need())),
                      format_bytes(static_cast<double>(a.plan.peak(MemoryPool::kHost))),
                      format_count(static_cast<double>(a.plan.comm_elements_per_step)),
                      format_count(static_cast<double>(a.plan.recompute_flops_per_step)) + " FLOP",
@@ -155,14 +162,14 @@ int run_plan_command(const PlanCommandArgs& args, OutputFormat format, std::ostr
       });
       j["auto"] = std::move(chosen_keys);
       j["memory_bytes"] = memory_bytes_json(as_report(plan));
-      j.update(costs_json(plan));
+      j.update(figures_json(plan));
       j["memory_per_worker"] = budget ? Json(*budget) : Json(nullptr);
       j["fits"] = budget ? Json(limit.fits(plan)) : Json(nullptr);
       Json list = Json::array();
       for (const PlanAlternative& a : alternatives) {
         Json entry = plan::choice_json(a.choice);
         entry["memory_bytes"] = memory_bytes_json(as_report(a.plan));
-        entry.update(costs_json(a.plan));
+        entry.update(figures_json(a.plan));
         list.push_back(std::move(entry));
       }
       j["alternatives"] = std::move(list);

@@ -116,6 +116,11 @@ class Backend {
   // Why this backend cannot run compute fp8, or nullopt when it can: the
   // CPU always can; a CUDA device needs fp8 tensor cores (sm_89 or newer).
   virtual std::optional<std::string> fp8_unsupported_reason() const { return std::nullopt; }
+  // Keeps `bytes` of the device for memory allocated outside this backend
+  // (device_reserve.h: the CUDA context, NCCL's buffers): from now on the
+  // backend's pool gives back, at each synchronisation, what it holds
+  // beyond the rest. The CPU backend keeps no pool.
+  virtual void leave_device_memory(int64_t /*bytes*/) {}
   // The tracker counting every allocation of this backend.
   MemoryTracker& memory() const { return *tracker_; }
   // GEMMs that took a slower path than this device offers for them: a

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/backend/device_reserve.h"
 #include "engine/common/error.h"
 #ifdef MIXTRAIN_WITH_GLOO
 #include "engine/comm/gloo/gloo_communicator.h"
@@ -41,9 +42,10 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, Store&
       "communicator: unknown backend '" + std::string(backend) + "' (expected gloo or nccl)");
 }
 
-std::unique_ptr<Communicator> make_rank_communicator(const Backend& backend, Store& store,
+std::unique_ptr<Communicator> make_rank_communicator(Backend& backend, Store& store,
                                                      int rank, int world_size,
                                                      CommOptions options) {
+  backend.leave_device_memory(device_reserve(world_size).total());
   options.cuda_device = backend.device_index();
   return make_communicator(default_comm_backend(backend.device_type()), store, rank, world_size,
                            std::move(options));

@@ -24,8 +24,10 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, Store&
 
 // The communicator of a rank training on `backend`: default_comm_backend
 // of its device type, on the backend's own device (options.cuda_device is
-// set from it, so NCCL and the tensors share a GPU).
-std::unique_ptr<Communicator> make_rank_communicator(const Backend& backend, Store& store,
+// set from it, so NCCL and the tensors share a GPU). First the backend
+// leaves device_reserve(world_size) of its device to the runtime and
+// NCCL's buffers, as the planner counts them.
+std::unique_ptr<Communicator> make_rank_communicator(Backend& backend, Store& store,
                                                      int rank, int world_size,
                                                      CommOptions options = {});
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/device_reserve.h"
 #include "engine/common/error.h"
 #include "engine/common/usable_cores.h"
 #include "engine/data/train_val_split.h"
@@ -116,6 +117,10 @@ PlanTarget cpu_target(int64_t world_size) {
   return target;
 }
 
+int64_t MemoryPlan::device_need() const {
+  return checked_sum({peak(MemoryPool::kDevice), device_runtime}, "the device's need");
+}
+
 int64_t MemoryPlan::peak(MemoryPool pool) const {
   int64_t total = 0;
   for (int64_t bytes : this->bytes[static_cast<size_t>(pool)])
@@ -198,6 +203,7 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
   }
   add(MemoryPool::kDevice, MemoryCategory::kWorkspace,
       target.cuda ? cuda_workspace_bytes(d) : cpu_workspace_bytes(d, target));
+  if (target.cuda) plan.device_runtime = device_reserve(ranks).total();
   // train_val_split.cc: files are mapped, built-in corpora held in memory.
   add(MemoryPool::kHost, MemoryCategory::kData, data_bytes_in_memory(spec.data));
 

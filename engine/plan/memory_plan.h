@@ -41,6 +41,11 @@ struct MemoryPlan {
   int64_t at(MemoryPool pool, MemoryCategory category) const {
     return bytes[static_cast<size_t>(pool)][static_cast<size_t>(category)];
   }
+  // On a GPU, what the CUDA runtime and NCCL allocate beside the engine's
+  // tensors (device_reserve.h), which no category counts; 0 on the CPU.
+  int64_t device_runtime = 0;
+  // What the device must hold: the device pool's peak and the runtime's.
+  int64_t device_need() const;
   // Per rank and step: elements sent by the collectives (§6: 2Ψ(N-1)/N a
   // reduction, Ψ(N-1)/N a gather), forward FLOPs the checkpointing
   // recomputes, and bytes between the pools for offload.

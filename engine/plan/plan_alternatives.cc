@@ -93,8 +93,8 @@ config::JobSpec with_choice(config::JobSpec spec, const PlanChoice& choice) {
 }
 
 int64_t MemoryBudget::needed(const MemoryPlan& plan) const {
-  const int64_t device_peak = plan.peak(MemoryPool::kDevice);
-  return shared ? device_peak + plan.peak(MemoryPool::kHost) : device_peak;
+  return shared ? plan.peak(MemoryPool::kDevice) + plan.peak(MemoryPool::kHost)
+                : plan.device_need();
 }
 
 bool MemoryBudget::fits(const MemoryPlan& plan) const {
@@ -154,7 +154,7 @@ std::vector<RankConfiguration> rank_configurations(const config::JobSpec& spec) 
   std::vector<RankConfiguration> configurations;
   for (const PlanAlternative& a : alternatives(spec, scheduling_target(spec), spec.auto_keys)) {
     configurations.push_back(
-        {a.choice, RankMemory{parameters, static_cast<double>(a.plan.peak(MemoryPool::kDevice)),
+        {a.choice, RankMemory{parameters, static_cast<double>(a.plan.device_need()),
                               static_cast<double>(a.plan.peak(MemoryPool::kHost))}});
   }
   return configurations;

@@ -89,7 +89,7 @@ std::optional<PlanAlternative> choose_configuration(const config::JobSpec& spec,
 // checks it: the pools' planned peaks, and the parameter count.
 struct RankMemory {
   double parameters = 0;
-  double device = 0;
+  double device = 0;  // with the CUDA runtime's and NCCL's (MemoryPlan::device_need)
   double host = 0;
 
   bool operator==(const RankMemory&) const = default;

@@ -270,8 +270,18 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
   *pool = &default_pool;
   return cudaSuccess;
 }
-cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr, void* value) {
-  return pool == &default_pool && value != nullptr ? cudaSuccess : fail(cudaErrorInvalidValue);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value) {
+  if (pool != &default_pool || value == nullptr) return fail(cudaErrorInvalidValue);
+  if (attribute == cudaMemPoolAttrReleaseThreshold) {
+    std::lock_guard lock(calls_mu);
+    calls.pool_release_threshold = *static_cast<const uint64_t*>(value);
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  *free_bytes = emu::kDeviceMemoryBytes;
+  *total_bytes = emu::kDeviceMemoryBytes;
+  return cudaSuccess;
 }
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t) {
   if (pool != &default_pool) return fail(cudaErrorInvalidValue);

@@ -16,6 +16,7 @@
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/cuda_backend_impl.h"
+#include "engine/backend/device_reserve.h"
 #include "runtime_calls.h"
 
 namespace mixtrain {
@@ -151,6 +152,20 @@ TEST_F(CudaMemoryTest, AFullDeviceTrimsThePoolAndRetriesOnce) {
   }
   emu::set_device_memory(emu::DeviceMemory::kRoom);
   EXPECT_EQ(emu::runtime_calls().pool_trims - trimmed.pool_trims, 1);  // tried once, not more
+}
+
+// The pool keeps what steps free, but not the device's last bytes: those
+// stay for the runtime from the start, and for NCCL's buffers too once a
+// communicator for several ranks is made, as the planner counts them
+// (device_reserve.h; issue 31).
+TEST_F(CudaMemoryTest, ThePoolLeavesThePlannersReserveToTheRuntimeAndNccl) {
+  EXPECT_EQ(emu::runtime_calls().pool_release_threshold,
+            emu::kDeviceMemoryBytes - device_reserve(1).total());
+  backend_->leave_device_memory(device_reserve(8).total());
+  EXPECT_EQ(emu::runtime_calls().pool_release_threshold,
+            emu::kDeviceMemoryBytes - device_reserve(8).total());
+  backend_->leave_device_memory(int64_t{1} << 50);  // more than the device: keep nothing
+  EXPECT_EQ(emu::runtime_calls().pool_release_threshold, 0u);
 }
 
 // What lets the emulation see missing waits: queued work has not run until

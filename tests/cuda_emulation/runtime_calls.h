@@ -8,6 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +27,7 @@ struct RuntimeCalls {
   int lt_fp8_matmuls = 0;           // those of them with fp8 inputs
   int lt_heuristics = 0;            // cublasLtMatmulAlgoGetHeuristic
   int pool_trims = 0;               // cudaMemPoolTrimTo
+  uint64_t pool_release_threshold = 0;  // the last cudaMemPoolAttrReleaseThreshold set
   // "record e<N> on s<M>", "s<M> waits e<N>", "free on s<M>", in call order.
   std::vector<std::string> stream_order;
 };
@@ -49,6 +52,8 @@ void hold_events(bool held);
 // back, as when the pool keeps what earlier steps freed), kFull (out of
 // memory whatever is trimmed).
 enum class DeviceMemory { kRoom, kPoolHoldsIt, kFull };
+// The emulated device's memory, as cudaMemGetInfo reports it: an H100's.
+inline constexpr size_t kDeviceMemoryBytes = size_t{80} << 30;
 void set_device_memory(DeviceMemory state);
 // Runs `other_thread_work` once, at the start of the next cudaMemcpyAsync,
 // before the copy is on its stream: what another thread does in the moment

@@ -18,6 +18,10 @@
 #include <string>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/device_reserve.h"
+#include "engine/comm/make_communicator.h"
+#include "engine/comm/memory_store.h"
+#include "engine/common/error.h"
 #include "runtime_calls.h"
 #include "train/train_test_util.h"
 
@@ -131,6 +135,21 @@ TEST(CudaEmulationFp8, DelayedScalingWaitsForTheDeviceOncePerStep) {
     waits[i] = emu::runtime_calls().stream_synchronizations - before;
   }
   EXPECT_LE(waits[1] - waits[0], 3) << "bf16 " << waits[0] << ", fp8 " << waits[1];
+}
+
+// A rank's communicator first leaves its device the reserve the planner
+// counts for NCCL's buffers (device_reserve.h; issue 31): the pool gives
+// that much back from then on, whether or not NCCL is in this build.
+TEST(CudaEmulationComm, ARanksCommunicatorLeavesNcclItsReserveFirst) {
+  const std::unique_ptr<Backend> backend = make_backend("cuda");
+  MemoryStore store;
+  try {
+    (void)make_rank_communicator(*backend, store, 0, 4);
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();  // the emulation has no NCCL
+  }
+  EXPECT_EQ(emu::runtime_calls().pool_release_threshold,
+            emu::kDeviceMemoryBytes - device_reserve(4).total());
 }
 
 // Activation checkpointing on the CUDA backend: the recompute's kernels

@@ -44,6 +44,7 @@ class CudaBackend final : public Backend {
   int device_index() const override { return device_; }
   void allow_tf32(bool allowed) override { tf32_ = allowed; }
   std::optional<std::string> fp8_unsupported_reason() const override;
+  void leave_device_memory(int64_t bytes) override { memory_->leave_free(bytes); }
 
   void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
   void copy_from_host(const Tensor& dst, const void* src) override;

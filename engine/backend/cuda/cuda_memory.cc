@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
 
 #include "engine/backend/cuda/cuda_error.h"
+#include "engine/backend/device_reserve.h"
 #include "engine/common/error.h"
 
 namespace mixtrain {
@@ -43,11 +43,9 @@ CudaMemory::CudaMemory(int device) : device_(device) {
   pools_supported_ = pools != 0;
   if (pools_supported_) {
     // By default the pool gives its free memory back to the driver at every
-    // synchronisation, and the next step allocates it again; keep it.
-    cudaMemPool_t pool = nullptr;
-    MIXTRAIN_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_));
-    uint64_t keep_all = std::numeric_limits<uint64_t>::max();
-    MIXTRAIN_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+    // synchronisation, and the next step allocates it again; keep all but
+    // what the runtime needs beside it.
+    leave_free(device_reserve(1).total());
   }
   create_stream(&compute_);
   create_stream(&transfer_);
@@ -70,6 +68,20 @@ CudaMemory::~CudaMemory() {
   (void)cudaStreamDestroy(transfer_);
   (void)cudaStreamDestroy(compute_);
   (void)cudaGetLastError();
+}
+
+void CudaMemory::leave_free(int64_t bytes) {
+  if (!pools_supported_) return;  // cudaMalloc's memory goes back at each free
+  MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  MIXTRAIN_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const uint64_t total = total_bytes;
+  const uint64_t left = static_cast<uint64_t>(std::max<int64_t>(0, bytes));
+  uint64_t threshold = total > left ? total - left : 0;
+  cudaMemPool_t pool = nullptr;
+  MIXTRAIN_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_));
+  MIXTRAIN_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
 }
 
 DeviceType CudaMemory::device_type(MemoryPool pool) const {
@@ -99,7 +111,7 @@ void* CudaMemory::allocate_device(size_t bytes) {
   cudaError_t status =
       pools_supported_ ? cudaMallocAsync(&ptr, bytes, compute_) : cudaMalloc(&ptr, bytes);
   if (status == cudaErrorMemoryAllocation && pools_supported_) {
-    // The pool keeps every block freed to it (its release threshold), so
+    // Between synchronisations the pool keeps every block freed to it, so
     // the device may be full of the pool's free memory while a larger block
     // is asked for, or NCCL and cuBLAS allocate outside it. Let both
     // streams pass the frees queued on them, give the pool's free memory

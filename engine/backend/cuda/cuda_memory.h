@@ -34,6 +34,11 @@ class CudaMemory final : public Allocator {
   CudaMemory& operator=(const CudaMemory&) = delete;
 
   int device() const { return device_; }
+  // Keeps `bytes` of the device for allocations outside the pool: the
+  // pool's release threshold becomes the device's memory less `bytes`, so
+  // at each synchronisation it gives the driver back what it holds beyond
+  // that. The constructor leaves device_reserve(1): one rank's runtime.
+  void leave_free(int64_t bytes);
   // Every op's stream, and the stream of copies that overlap it.
   cudaStream_t compute() const { return compute_; }
   cudaStream_t transfer() const { return transfer_; }

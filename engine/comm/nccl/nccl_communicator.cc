@@ -13,6 +13,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cuda_error.h"
+#include "engine/backend/device_reserve.h"
 #include "engine/comm/ring.h"
 #include "engine/common/error.h"
 #include "engine/numerics/dtype.h"
@@ -65,6 +66,7 @@ NcclCommunicator::NcclCommunicator(Store& store, int rank, int world_size, CommO
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
+    config.maxCTAs = kNcclMaxChannels;  // the channels device_reserve counts buffers for
     ncclComm_t comm = nullptr;
     const ncclResult_t rc = ncclCommInitRankConfig(&comm, world_size, id, rank, &config);
     comm_ = comm;

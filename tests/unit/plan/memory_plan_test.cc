@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "engine/backend/device_reserve.h"
 #include "engine/common/error.h"
 #include "engine/data/token_source.h"
 #include "engine/model/gpt_config.h"
@@ -126,6 +127,29 @@ TEST(MemoryPlan, ARankConfigurationIsThePlannedPeakOfTheSpecsWorkers) {
   EXPECT_EQ(memory.device, static_cast<double>(plan.peak(MemoryPool::kDevice)));
   EXPECT_EQ(memory.host, static_cast<double>(plan.peak(MemoryPool::kHost)));
   EXPECT_GT(memory.host, 0);
+}
+
+// On a GPU the CUDA runtime and NCCL hold memory no category counts: a
+// rank needs it beside the pool's peak, a budget of just the peak does not
+// fit, and the coordinator asks a worker for both (issue 31).
+TEST(MemoryPlan, AGpuRankNeedsTheRuntimesAndNcclsReserveBesideItsPeak) {
+  config::JobSpec spec = small_spec();
+  spec.resources.workers = 2;
+  spec.resources.backend = config::BackendChoice::kCuda;
+  PlanTarget target = scheduling_target(spec);
+  ASSERT_TRUE(target.cuda);
+  const MemoryPlan plan = plan_memory(spec, target);
+  EXPECT_EQ(plan.device_runtime, device_reserve(2).total());
+  EXPECT_EQ(plan.device_need(), plan.peak(MemoryPool::kDevice) + device_reserve(2).total());
+  EXPECT_FALSE(MemoryBudget{.device = plan.peak(MemoryPool::kDevice)}.fits(plan));
+  EXPECT_TRUE(MemoryBudget{.device = plan.device_need()}.fits(plan));
+  EXPECT_EQ(rank_configurations(spec).front().memory.device,
+            static_cast<double>(plan.device_need()));
+
+  target.cuda = false;
+  const MemoryPlan on_cpu = plan_memory(spec, target);
+  EXPECT_EQ(on_cpu.device_runtime, 0);
+  EXPECT_EQ(on_cpu.device_need(), on_cpu.peak(MemoryPool::kDevice));
 }
 
 // `auto` keys vary, the written ones stay, every choice is valid and they
