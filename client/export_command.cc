@@ -32,7 +32,7 @@ int run_export_command(const ExportCommandArgs& args, std::ostream& err) {
     return 0;
   } catch (const EngineError& e) {
     err << "mixtrain export: " << e.what() << "\n";
-    return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+    return exit_code(e.code());
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "client/job_view.h"
 #include "launch/progress_printer.h"
+#include "proto/step_progress.h"
 
 namespace mixtrain::cli {
 namespace {
@@ -33,15 +34,7 @@ class JobWatcher {
     const v1::Progress& p = job.progress();
     if (job.state() == v1::JOB_STATE_RUNNING && p.step() > 0 && p.step() != step_) {
       step_ = p.step();
-      StepProgress step;
-      step.step = p.step();
-      step.steps = p.steps();
-      step.loss = p.train_loss();
-      step.loss_scale = p.loss_scale();
-      step.lr = p.learning_rate();
-      step.grad_norm = p.grad_norm();
-      step.tokens_per_second = p.tokens_per_second();
-      progress_.on_step(step);
+      progress_.on_step(v1::step_from_progress(p));
     }
     if (p.val_loss() != 0.0 && p.val_loss() != val_loss_) {
       val_loss_ = p.val_loss();

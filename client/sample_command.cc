@@ -43,7 +43,7 @@ int run_sample_command(const SampleCommandArgs& args, std::ostream& out, std::os
     return 0;
   } catch (const EngineError& e) {
     err << "mixtrain sample: " << e.what() << "\n";
-    return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+    return exit_code(e.code());
   }
 }
 

@@ -221,7 +221,7 @@ int run_train_command(const TrainCommandArgs& args, bool terminal, std::ostream&
     }
   } catch (const EngineError& e) {
     err << "mixtrain train" << who << ": " << e.what() << "\n";
-    return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+    return exit_code(e.code());
   }
 
   auto [summary, exit_code] = launch::run_trainer(*trainer, printer, "mixtrain train" + who, err);

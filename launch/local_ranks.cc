@@ -12,6 +12,7 @@
 #include "launch/child_process.h"
 #include "engine/comm/tcp_store.h"
 #include "engine/common/error.h"
+#include "engine/common/host_port.h"
 
 namespace mixtrain::launch {
 namespace {
@@ -51,12 +52,11 @@ std::optional<RankEnvironment> rank_environment() {
   RankEnvironment out;
   out.rank = parse_int(kRankVar, rank);
   out.world_size = parse_int(kWorldVar, world);
-  const std::string_view address(store);
-  const size_t colon = address.rfind(':');
-  MIXTRAIN_CHECK_ARG(colon != std::string_view::npos,
+  std::optional<HostPort> address = parse_host_port(store);
+  MIXTRAIN_CHECK_ARG(address.has_value(),
                      std::string(kStoreVar) + "=" + store + " is not host:port");
-  out.store_host = std::string(address.substr(0, colon));
-  out.store_port = parse_int(kStoreVar, address.substr(colon + 1));
+  out.store_host = std::move(address->host);
+  out.store_port = address->port;
   MIXTRAIN_CHECK_ARG(out.world_size >= 1 && out.rank >= 0 && out.rank < out.world_size,
                      std::string(kRankVar) + "=" + rank + " is outside " + kWorldVar + "=" + world);
   const char* local_rank = std::getenv(kLocalRankVar);

@@ -3,12 +3,15 @@
 // or a network outage without hammering it, and some must give up after a
 // while. One pacing for all of them: delays that double from `initial` up
 // to `cap`, and, when asked, an end once an outage has lasted too long.
-// The agent uses 100 ms to 2 s (reconnects within ~2 s of the coordinator's
-// return); the CLI 0.5 s to 5 s, giving up after minutes.
+// The agent uses 100 ms to kReconnectCap (service_timing.h: it reconnects
+// within that of the coordinator's return); the CLI 0.5 s to 5 s, giving
+// up after minutes.
 #pragma once
 
 #include <chrono>
 #include <optional>
+
+#include "net/service_timing.h"
 
 namespace mixtrain::net {
 
@@ -21,7 +24,7 @@ class Backoff {
   // next() returns nullopt once that much time has passed since the first
   // failure after the last reset().
   explicit Backoff(Duration initial = std::chrono::milliseconds(100),
-                   Duration cap = std::chrono::milliseconds(2000),
+                   Duration cap = kReconnectCap,
                    std::optional<Clock::duration> give_up_after = std::nullopt)
       : initial_(initial), cap_(cap), give_up_after_(give_up_after), next_(initial) {}
 

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "net/service_timing.h"
+
 namespace mixtrain::net {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> make_coordinator_channel(
@@ -12,13 +14,13 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> make_coordinator_channel(
   // Matches the coordinator's keepalive policy (coordinator_server.cc): a
   // ping every 10 s keeps a long idle stream (the worker's task stream,
   // `logs -f`) alive through NATs and notices a dead coordinator.
-  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(kClientKeepalive.count()));
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
   arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   arguments.SetMaxReceiveMessageSize(16 * 1024 * 1024);
   arguments.SetMaxSendMessageSize(4 * 1024 * 1024);
   // Reconnect quickly after a coordinator restart (default backoff grows to 120 s).
-  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2'000);
+  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kReconnectCap.count()));
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (!options.tls_ca_file.empty()) {
     std::ifstream file(options.tls_ca_file);

@@ -14,6 +14,7 @@
 
 #include "engine/comm/socket_io.h"
 #include "engine/common/error.h"
+#include "net/error_status.h"
 
 namespace mixtrain::net {
 namespace {
@@ -51,7 +52,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(
   try {
     server->listen_fd_ = listen_tcp(host, host_port->second, &server->port_);
   } catch (const EngineError& error) {
-    return absl::UnavailableError(std::string("HTTP address: ") + error.what());
+    return to_status(error, "HTTP address: ");
   }
   if (pipe2(server->wake_fds_, O_CLOEXEC) != 0) {
     return absl::UnavailableError("cannot listen on " + listen + ": no pipe");

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <memory>
 
+#include "engine/common/host_port.h"
+
 namespace mixtrain::net {
 namespace {
 
@@ -66,22 +68,11 @@ Addrinfo resolve(const std::string& host, int socktype, std::string& error) {
 
 absl::StatusOr<std::pair<std::string, int>> split_host_port(const std::string& address,
                                                             const std::string& what) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos && colon > 0) {
-    const char* begin = address.data() + colon + 1;
-    const char* end = address.data() + address.size();
-    const auto [last, error] = std::from_chars(begin, end, port);
-    if (error != std::errc() || last != end || begin == end) port = -1;
-  }
-  if (port < 0 || port > 65535) {
+  std::optional<HostPort> parsed = parse_host_port(address);
+  if (!parsed) {
     return absl::InvalidArgumentError(what + ": expected HOST:PORT, got \"" + address + "\"");
   }
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::make_pair(host, port);
+  return std::make_pair(std::move(parsed->host), parsed->port);
 }
 
 absl::StatusOr<std::string> route_source_address(const std::string& address) {

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "net/service_timing.h"
+
 namespace mixtrain::server {
 
 CoordinatorServer::CoordinatorServer(std::unique_ptr<JobDatabase> database,
@@ -92,7 +94,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(net::kServerMinPingInterval.count()));
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   c.server_ = builder.BuildAndStart();
   if (c.server_ == nullptr || c.port_ == 0) {

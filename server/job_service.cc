@@ -12,6 +12,7 @@
 #include "engine/common/json.h"
 #include "engine/config/job_spec_json.h"
 #include "jobspec/job_spec_yaml.h"
+#include "net/error_status.h"
 #include "proto/training_device.h"
 #include "server/job_proto.h"
 #include "server/placement.h"
@@ -59,7 +60,7 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
   try {
     needs = job_needs(*parsed.spec);
   } catch (const EngineError& e) {  // a shape too large to plan
-    return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + e.what()};
+    return to_grpc(net::to_status(e, source + ": "));
   }
   const std::vector<v1::Worker> workers = scheduler_->list_workers();
   for (const std::string& why :
@@ -70,7 +71,7 @@ grpc::Status JobServiceImpl::submit(const v1::SubmitJobRequest& request,
   try {
     spec_json = dump_json(config::job_spec_to_json(*parsed.spec));
   } catch (const EngineError& e) {  // a value JSON cannot carry that validation let through
-    return {grpc::StatusCode::INVALID_ARGUMENT, source + ": " + e.what()};
+    return to_grpc(net::to_status(e, source + ": "));
   }
   const absl::StatusOr<JobRecord> job = database_->create_job(
       parsed.spec->name, request.spec_yaml(), spec_json, parsed.spec->train.steps, needs);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include <absl/strings/numbers.h>
+#include "net/error_status.h"
 #include "net/token_file.h"
 #include "server/coordinator_server.h"
 #include "server/listen_security.h"
@@ -189,7 +190,7 @@ int main(int argc, char** argv) {
   auto server = mixtrain::server::CoordinatorServer::start(options);
   if (!server.ok()) {
     std::cerr << "mixtrain-coordinator: " << server.status().message() << "\n";
-    return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return mixtrain::net::exit_code(server.status());
   }
   std::cerr << "mixtrain-coordinator: serving on port " << (*server)->port() << ", http on port "
             << (*server)->http_port() << ", "

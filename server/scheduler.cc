@@ -14,6 +14,7 @@
 #include "engine/common/error.h"
 #include "engine/common/json.h"
 #include "engine/config/job_spec_json.h"
+#include "net/service_timing.h"
 #include "proto/training_device.h"
 #include "server/ids.h"
 #include "server/job_proto.h"
@@ -57,9 +58,6 @@ absl::Status wrong_secret(const std::string& worker_id) {
   return absl::PermissionDeniedError("wrong credentials for worker '" + worker_id + "'");
 }
 
-// After a restart, how much longer than one worker timeout the ranks of a
-// running attempt have to come back.
-constexpr int64_t kReconnectMarginMs = 5'000;
 
 // A rank stepping no more for this many of its recent step times (and at
 // least the stall timeout) is hung: evaluation and checkpoints take a few.
@@ -92,9 +90,10 @@ absl::Status Scheduler::start() {
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status needs = fill_needs_locked(*jobs); !needs.ok()) return needs;
-    // Agents retry every 2 s at most and their channels reconnect within
-    // 2 s, so a live worker is back within one timeout plus that margin.
-    const int64_t deadline = now_unix_ms() + options_.worker_timeout.count() + kReconnectMarginMs;
+    // Agents retry and their channels reconnect within net::kReconnectCap,
+    // so a live worker is back within one timeout plus the margin.
+    const int64_t deadline = now_unix_ms() + options_.worker_timeout.count() +
+                             net::kRestartReconnectMargin.count();
     for (const JobRecord& job : *jobs) {
       if (job.state != v1::JOB_STATE_RUNNING && job.state != v1::JOB_STATE_PREEMPTED) continue;
       Attempt& attempt = running_[job.id];

@@ -1,11 +1,20 @@
-// Why: the heart of the coordinator (issue 5). It gang-schedules QUEUED jobs
-// onto idle workers (all ranks at once, FIFO with backfill), follows each
+// Why: the heart of the coordinator (issue 5). It gang-schedules QUEUED and
+// PREEMPTED jobs onto idle workers, all ranks at once: highest priority
+// first, oldest first within a priority, and a later job that fits passes
+// one that cannot start (backfill). When the highest-priority waiting job
+// could start only on workers running preemptible jobs of a lower
+// priority, it preempts the fewest of those (lowest priority, newest
+// first) and holds lower-priority jobs back from the room that makes; a
+// preempted attempt's ranks checkpoint at a step they agree on and stop
+// (or are stopped after preempt_grace), and the job waits as PREEMPTED to
+// resume from that checkpoint without spending a restart. It follows each
 // running attempt's ranks through their reports and heartbeats, and turns
 // a failed rank, a lost worker or a vanished task into a restart or a
-// failure, cancelling the other ranks. After a coordinator restart it waits
-// one worker timeout for the ranks of RUNNING jobs to come back. Job state
-// lives in the JobDatabase; what is here (workers, attempts in flight) is
-// rebuilt from the store and from re-registering workers.
+// failure, cancelling the other ranks. After a coordinator restart it
+// waits one worker timeout (plus net::kRestartReconnectMargin) for the
+// ranks of RUNNING jobs to come back. Job state lives in the JobDatabase;
+// what is here (workers, attempts in flight) is rebuilt from the store and
+// from re-registering workers.
 #pragma once
 
 #include <absl/base/thread_annotations.h>

@@ -5,10 +5,12 @@
 #include <optional>
 #include <thread>
 
+#include "engine/common/host_port.h"
 #include "engine/common/json.h"
 #include "engine/common/usable_cores.h"
 #include "net/backoff.h"
 #include "net/net_address.h"
+#include "net/service_timing.h"
 #include "proto/running_task.h"
 #include "worker/resources.h"
 #include "worker/task_progress.h"
@@ -33,13 +35,14 @@ constexpr std::chrono::seconds kFinalReportTimeout{10};
 constexpr std::chrono::seconds kDeregisterTimeout{2};
 // A heartbeat refused at its connection ("Connection refused") proves no
 // coordinator listened there when the channel last tried to connect, at
-// most its 2 s reconnect backoff (plus jitter) before the call was sent. A
-// coordinator started after that gives the ranks of its running jobs one
-// worker timeout plus 5 s (scheduler.cc) to come back before it restarts
+// most its reconnect backoff (net::kReconnectCap, plus jitter) before the
+// call was sent. A coordinator started after that gives the ranks of its
+// running jobs one worker timeout plus net::kRestartReconnectMargin
+// (scheduler.cc) to come back before it restarts
 // them elsewhere, so such a refusal lets this worker's rank run on as if
 // the coordinator had been reached this long after the call was sent: a
 // coordinator restart does not stop training, a partition still does.
-constexpr std::chrono::seconds kRefusalCredit{2};
+constexpr std::chrono::milliseconds kRefusalCredit = net::kReconnectCap;
 
 // Whether `status` says the coordinator's address refused the connection.
 bool refused_by_coordinator_host(const grpc::Status& status) {
@@ -188,7 +191,7 @@ grpc::Status Agent::register_worker() {
   if (host.find(':') != std::string::npos) host = "[" + host + "]";  // IPv6
   v1::RegisterRequest request;
   request.set_hostname(hostname_);
-  request.set_metrics_address(host + ":" + std::to_string(metrics_port()));
+  request.set_metrics_address(join_host_port(host, metrics_port()));
   request.set_data_address(data_address);
   *request.mutable_resources() = resources_;
   {

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "engine/common/error.h"
+#include "proto/step_progress.h"
 #include "proto/task_process.pb.h"
 #include "worker/frame_pipe.h"
 
@@ -114,19 +115,8 @@ bool gradient_range_from_proto(const task::GradientRangeReport& in, GradientRang
 
 std::optional<StepReport> step_from_proto(const task::StepReport& in) {
   StepReport out;
+  out.progress = v1::step_from_report(in);
   StepProgress& p = out.progress;
-  p.step = in.step();
-  p.steps = in.steps();
-  p.loss = in.loss();
-  p.loss_scale = in.loss_scale();
-  p.lr = in.lr();
-  p.grad_norm = in.grad_norm();
-  p.tokens_per_second = in.tokens_per_second();
-  p.skipped = in.skipped();
-  p.nonfinite_kind = in.nonfinite_kind();
-  p.nonfinite_where = in.nonfinite_where();
-  p.seconds = in.seconds();
-  p.tokens = in.tokens();
   out.rank_tokens = in.rank_tokens();
   out.model_flops = in.model_flops();
   out.gemm_fallbacks = in.gemm_fallbacks();
@@ -151,18 +141,7 @@ std::string encode_step(const StepReport& step) {
   const StepProgress& p = step.progress;
   task::ChildReport report;
   task::StepReport& out = *report.mutable_step();
-  out.set_step(p.step);
-  out.set_steps(p.steps);
-  out.set_loss(p.loss);
-  out.set_loss_scale(p.loss_scale);
-  out.set_lr(p.lr);
-  out.set_grad_norm(p.grad_norm);
-  out.set_tokens_per_second(p.tokens_per_second);
-  out.set_skipped(p.skipped);
-  out.set_nonfinite_kind(p.nonfinite_kind);
-  out.set_nonfinite_where(p.nonfinite_where);
-  out.set_seconds(p.seconds);
-  out.set_tokens(p.tokens);
+  v1::step_to_report(p, out);
   out.set_rank_tokens(step.rank_tokens);
   out.set_model_flops(step.model_flops);
   out.set_gemm_fallbacks(step.gemm_fallbacks);

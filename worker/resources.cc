@@ -9,6 +9,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/usable_cores.h"
+#include "net/error_status.h"
 #include "proto/training_device.h"
 #ifdef MIXTRAIN_WITH_CUDA
 #include "engine/backend/cuda/cuda_backend.h"
@@ -20,7 +21,7 @@ absl::StatusOr<std::string> resolve_backend(const std::string& choice) {
   try {
     request = parse_backend_name(choice);
   } catch (const EngineError& e) {
-    return absl::InvalidArgumentError("--backend: " + std::string(e.what()));
+    return net::to_status(e, "--backend: ");
   }
   if (request.kind == BackendRequest::Kind::kCpu) return std::string("cpu");
 #ifdef MIXTRAIN_WITH_CUDA

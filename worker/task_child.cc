@@ -208,7 +208,7 @@ int run_task_child(std::istream& in) {
     trainer = std::make_unique<Trainer>(*backend, spec, options);
   } catch (const EngineError& e) {  // a spec this backend or data cannot run is the job's fault
     std::cerr << "cannot start training: " << e.what() << "\n";
-    return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+    return exit_code(e.code());
   } catch (const std::exception& e) {
     std::cerr << "cannot start training: " << e.what() << "\n";
     return 1;

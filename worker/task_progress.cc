@@ -1,20 +1,14 @@
 // Why: see task_progress.h.
 #include "worker/task_progress.h"
 
-#include <cmath>
+#include "proto/step_progress.h"
 
 namespace mixtrain::worker {
 
 void TaskProgress::on_step(const StepProgress& step) {
   progress_.clear_eval_batches_done();
   progress_.clear_eval_batches();
-  progress_.set_step(step.step);
-  progress_.set_steps(step.steps);
-  if (std::isfinite(step.loss)) progress_.set_train_loss(step.loss);
-  progress_.set_loss_scale(step.loss_scale);
-  progress_.set_tokens_per_second(step.tokens_per_second);
-  progress_.set_learning_rate(step.lr);
-  if (!step.skipped) progress_.set_grad_norm(step.grad_norm);
+  v1::step_to_progress(step, progress_);
   if (step.skipped) progress_.set_overflow_steps(progress_.overflow_steps() + 1);
 }
 

@@ -11,6 +11,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/json.h"
+#include "engine/common/little_endian.h"
 
 namespace mixtrain {
 
@@ -113,8 +114,8 @@ SafetensorsWriter::SafetensorsWriter(FileWriter& out, std::vector<TensorLayout> 
                            tensor.name + "\" appears twice");
   }
   const std::string header = header_json(layout_, metadata);
-  unsigned char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
+  std::string length;
+  append_le(length, header.size(), 8);
   out_.write(std::as_bytes(std::span(length)));
   out_.write(std::as_bytes(std::span(header)));
 }
@@ -172,8 +173,8 @@ SafetensorsFile::SafetensorsFile(MappedFile file) : file_(std::move(file)) {
     refuse("file is " + std::to_string(content.size()) +
            " bytes, shorter than the 8-byte header length");
   }
-  uint64_t header_length = 0;
-  for (int i = 0; i < 8; ++i) header_length |= uint64_t{std::to_integer<uint8_t>(content[i])} << (8 * i);
+  const uint64_t header_length =
+      read_le(std::string_view(reinterpret_cast<const char*>(content.data()), 8));
   if (header_length > kSafetensorsMaxHeaderBytes) {
     refuse("header length " + std::to_string(header_length) + " exceeds the limit of " +
            std::to_string(kSafetensorsMaxHeaderBytes) + " bytes");

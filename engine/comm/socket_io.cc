@@ -18,13 +18,11 @@
 #include <thread>
 
 #include "engine/common/error.h"
+#include "engine/common/host_port.h"
+#include "engine/common/little_endian.h"
 
 namespace mixtrain {
 namespace {
-
-std::string endpoint(const std::string& host, int port) {
-  return host + ":" + std::to_string(port);
-}
 
 // Addresses of host:port for a TCP socket; passive for binding.
 std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> resolve(const std::string& host, int port,
@@ -38,7 +36,7 @@ std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> resolve(const std::string& ho
   const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &list);
   if (rc != 0) {
     throw EngineError(ErrorCode::kUnavailable,
-                      "cannot resolve " + endpoint(host, port) + ": " + gai_strerror(rc));
+                      "cannot resolve " + join_host_port(host, port) + ": " + gai_strerror(rc));
   }
   return {list, &freeaddrinfo};
 }
@@ -137,7 +135,7 @@ UniqueFd connect_tcp(const std::string& host, int port, SteadyTime deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   throw EngineError(ErrorCode::kUnavailable,
-                    "cannot connect to " + endpoint(host, port) + ": " + last_error);
+                    "cannot connect to " + join_host_port(host, port) + ": " + last_error);
 }
 
 UniqueFd listen_tcp(const std::string& host, int port, int* bound_port) {
@@ -160,25 +158,21 @@ UniqueFd listen_tcp(const std::string& host, int port, int* bound_port) {
     return fd;
   }
   throw EngineError(ErrorCode::kUnavailable,
-                    "cannot listen on " + endpoint(host, port) + ": " + last_error);
+                    "cannot listen on " + join_host_port(host, port) + ": " + last_error);
 }
 
 IoStatus write_frame(int fd, std::string_view body, SteadyTime deadline) {
   // One send for header and body: two small writes would meet Nagle's
   // algorithm and the peer's delayed ACK (40 ms per round trip).
-  const uint32_t size = static_cast<uint32_t>(body.size());
-  std::string frame = {static_cast<char>(size), static_cast<char>(size >> 8),
-                       static_cast<char>(size >> 16), static_cast<char>(size >> 24)};
-  frame.append(body);
+  const std::string frame = encode_frame(body);
   return write_all(fd, frame.data(), frame.size(), deadline);
 }
 
 IoStatus read_frame(int fd, std::string* body, size_t max_bytes, SteadyTime deadline) {
-  unsigned char header[4];
-  const IoStatus status = read_all(fd, reinterpret_cast<char*>(header), sizeof(header), deadline);
+  char header[kFrameHeaderBytes];
+  const IoStatus status = read_all(fd, header, sizeof(header), deadline);
   if (status != IoStatus::kOk) return status;
-  const size_t size = static_cast<size_t>(header[0]) | static_cast<size_t>(header[1]) << 8 |
-                      static_cast<size_t>(header[2]) << 16 | static_cast<size_t>(header[3]) << 24;
+  const size_t size = frame_body_size(std::string_view(header, sizeof(header)));
   if (size > max_bytes) return IoStatus::kTooLarge;
   body->resize(size);
   return read_all(fd, body->data(), size, deadline);

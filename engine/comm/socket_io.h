@@ -37,7 +37,7 @@ enum class IoStatus {
   kTooLarge,  // an incoming frame announced more than the allowed bytes
 };
 
-// Writes one frame: a 4-byte little-endian length, then `body`.
+// Writes `body` as one frame (little_endian.h: its size in 4 bytes, then it).
 IoStatus write_frame(int fd, std::string_view body, SteadyTime deadline);
 
 // Reads one frame into *body. A length above `max_bytes` is kTooLarge (the

@@ -1,25 +1,11 @@
-// Why: see store_protocol.h. Integers are assembled byte by byte, so the
+// Why: see store_protocol.h. Integers go through little_endian.h, so the
 // format does not depend on the host's byte order.
 #include "engine/comm/store_protocol.h"
 
 #include "engine/common/error.h"
+#include "engine/common/little_endian.h"
 
 namespace mixtrain {
-namespace {
-
-void append_le(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(value >> (8 * i)));
-}
-
-uint64_t read_le(std::string_view in) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < in.size(); ++i) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
-  }
-  return value;
-}
-
-}  // namespace
 
 WireWriter& WireWriter::u8(uint8_t value) {
   append_le(body_, value, 1);

@@ -4,6 +4,7 @@
 #include "engine/comm/store_protocol.h"
 #include "engine/comm/tcp_store.h"
 #include "engine/common/error.h"
+#include "engine/common/host_port.h"
 
 namespace mixtrain {
 
@@ -18,7 +19,7 @@ std::string TcpStoreClient::round_trip(const std::string& request,
       request.size() <= kMaxStoreFrameBytes,
       "store: a request of " + std::to_string(request.size()) + " bytes is over the 64 MiB limit");
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string server = "store " + host_ + ":" + std::to_string(port_);
+  const std::string server = "store " + join_host_port(host_, port_);
   if (!fd_.valid()) fd_ = connect_tcp(host_, port_, std::chrono::steady_clock::now() + timeout_);
   const auto deadline = std::chrono::steady_clock::now() + timeout_ + server_wait;
   std::string reply;

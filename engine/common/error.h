@@ -26,6 +26,11 @@ class EngineError : public std::runtime_error {
   ErrorCode code_;
 };
 
+// A process's exit status for an error of `code`: 2 when what it was
+// asked was wrong (kInvalidArgument: a bad spec, flag or file), 1 for any
+// other failure. Every binary's main and command exits through this.
+inline int exit_code(ErrorCode code) { return code == ErrorCode::kInvalidArgument ? 2 : 1; }
+
 }  // namespace mixtrain
 
 // Throws EngineError(kInvalidArgument, message) unless `condition` holds.

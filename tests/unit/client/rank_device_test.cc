@@ -64,6 +64,19 @@ TEST(RankDevice, WithoutALocalRankTheRankIsOnOneMachine) {
   EXPECT_EQ(env->local_rank, 3);
 }
 
+// The store's address is read as every HOST:PORT is (host_port.h): an
+// IPv6 host in brackets loses them, a port out of range is refused.
+TEST(RankDevice, TheStoresAddressMayBeIpv6InBrackets) {
+  RankVariables vars(0, 2, nullptr);
+  setenv("MIXTRAIN_STORE", "[fd00::2]:29500", 1);
+  const std::optional<launch::RankEnvironment> env = launch::rank_environment();
+  ASSERT_TRUE(env.has_value());
+  EXPECT_EQ(env->store_host, "fd00::2");
+  EXPECT_EQ(env->store_port, 29500);
+  setenv("MIXTRAIN_STORE", "10.0.0.1:70000", 1);
+  EXPECT_THROW(launch::rank_environment(), EngineError);
+}
+
 TEST(RankDevice, ALocalRankBeyondTheRankIsRefused) {
   RankVariables vars(1, 4, "2");
   EXPECT_THROW(launch::rank_environment(), EngineError);

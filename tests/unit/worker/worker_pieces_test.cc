@@ -8,9 +8,11 @@
 
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "engine/common/machine_memory.h"
 #include "engine/common/usable_cores.h"
+#include "proto/step_progress.h"
 #include "proto/task_process.pb.h"
 #include "proto/training_device.h"
 #include "worker/child_messages.h"
@@ -46,6 +48,43 @@ std::string frame_of(const std::string& frame) {
   splitter.add(frame);
   EXPECT_EQ(frames.size(), 1u);
   return frames.empty() ? "" : frames[0];
+}
+
+// A step's values, each distinct, through the one pairing of its fields
+// with each message's (proto/step_progress.h): the task report keeps them
+// all, the job's Progress those it shows, and what the CLI reads back from
+// Progress is what went in.
+TEST(StepProgressTest, EveryFieldCrossesBothMessagesIntact) {
+  StepProgress step;
+  step.step = 3;
+  step.steps = 9;
+  step.loss = 2.5;
+  step.loss_scale = 1024;
+  step.lr = 6e-4;
+  step.grad_norm = 0.75;
+  step.tokens_per_second = 12345;
+  step.skipped = true;
+  step.nonfinite_kind = "inf";
+  step.nonfinite_where = "grads";
+  step.seconds = 0.125;
+  step.tokens = 4096;
+  // The values Progress shows, as a tuple to compare at once.
+  const auto shown = [](const StepProgress& s) {
+    return std::make_tuple(s.step, s.steps, s.loss, s.loss_scale, s.lr, s.grad_norm,
+                           s.tokens_per_second);
+  };
+  task::StepReport report;
+  v1::step_to_report(step, report);
+  const StepProgress back = v1::step_from_report(report);
+  EXPECT_EQ(shown(back), shown(step));
+  EXPECT_EQ(std::make_tuple(back.skipped, back.nonfinite_kind, back.nonfinite_where,
+                            back.seconds, back.tokens),
+            std::make_tuple(true, std::string("inf"), std::string("grads"), 0.125, 4096.0));
+
+  step.skipped = false;  // a skipped step leaves Progress's gradient norm as it was
+  v1::Progress progress;
+  v1::step_to_progress(step, progress);
+  EXPECT_EQ(shown(v1::step_from_progress(progress)), shown(step));
 }
 
 TEST(ChildMessagesTest, StepEvalAndSummaryRoundTrip) {
