@@ -17,6 +17,7 @@
 #include "engine/config/job_spec_json.h"
 #include "jobspec/job_spec_yaml.h"
 #include "server/ids.h"
+#include "server/job_schema.h"
 
 namespace mixtrain::server {
 namespace {
@@ -30,159 +31,84 @@ namespace {
   if (!lhs##_or.ok()) return lhs##_or.status(); \
   auto lhs = std::move(*lhs##_or)
 
-constexpr const char* kSchema = R"sql(
-CREATE TABLE IF NOT EXISTS jobs(
-  id TEXT PRIMARY KEY, name TEXT NOT NULL, state INTEGER NOT NULL, spec_yaml TEXT NOT NULL,
-  steps INTEGER NOT NULL, attempt INTEGER NOT NULL, message TEXT NOT NULL,
-  created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state);
-CREATE TABLE IF NOT EXISTS attempts(
-  job_id TEXT NOT NULL REFERENCES jobs(id), attempt INTEGER NOT NULL,
-  started_ms INTEGER NOT NULL, ended_ms INTEGER NOT NULL DEFAULT 0,
-  outcome INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(job_id, attempt));
-CREATE TABLE IF NOT EXISTS events(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL REFERENCES jobs(id),
-  unix_ms INTEGER NOT NULL, state INTEGER NOT NULL, message TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS events_by_job ON events(job_id, seq);
-CREATE TABLE IF NOT EXISTS logs(
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL REFERENCES jobs(id),
-  attempt INTEGER NOT NULL, rank INTEGER NOT NULL, unix_ms INTEGER NOT NULL,
-  text TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS logs_by_job ON logs(job_id, seq);
-CREATE TABLE IF NOT EXISTS assignments(
-  job_id TEXT NOT NULL REFERENCES jobs(id), attempt INTEGER NOT NULL, rank INTEGER NOT NULL,
-  worker_id TEXT NOT NULL, PRIMARY KEY(job_id, attempt, rank));
-)sql";
-
-// Columns added to `jobs` after its first release; a store created before
-// gets them on open.
-constexpr std::pair<const char*, const char*> kAddedJobColumns[] = {
-    {"restarts", "INTEGER NOT NULL DEFAULT 0"},
-    {"progress", "TEXT NOT NULL DEFAULT ''"},
-    {"summary_json", "TEXT NOT NULL DEFAULT ''"},
-    // JobNeeds; NULL in rows stored before they were added, until
-    // fill_missing_resolution parses those specs once.
-    {"needs_workers", "INTEGER"},
-    {"needs_backend", "INTEGER"},
-    {"needs_max_restarts", "INTEGER"},
-    {"needs_min_loss_scale", "REAL"},  // NULL: static loss scaling
-    {"needs_min_compute_capability", "INTEGER"},
-    // config::job_spec_to_json of the validated spec, handed to the tasks;
-    // NULL like the needs until fill_missing_resolution.
-    {"spec_json", "TEXT"},
-    // configurations_json of JobNeeds::configurations, NULL like the needs.
-    // (Stores written before it hold the columns of its single
-    // configuration, needs_zero_stage to needs_host_bytes, unread since.)
-    {"needs_configurations", "TEXT"},
-    // What the latest attempt's `auto` keys became (plan::describe_auto);
-    // '' for a spec without any, or before the first start.
-    {"configuration", "TEXT NOT NULL DEFAULT ''"},
-    // scheduling.priority and .preemptible; NULL like the needs.
-    {"needs_priority", "INTEGER"},
-    {"needs_preemptible", "INTEGER"},
-};
-
 // The states whose jobs the scheduler holds: waiting, or with ranks running.
 const std::string kActiveStates = std::to_string(v1::JOB_STATE_QUEUED) + ", " +
                                   std::to_string(v1::JOB_STATE_RUNNING) + ", " +
                                   std::to_string(v1::JOB_STATE_PREEMPTED);
 
-// What list_active_jobs reads, for the active jobs only: a pass reads it
-// alone and never a jobs row, whose columns after spec_yaml lie behind the
-// spec's overflow pages (a scheduler pass over 10,000 queued jobs with
-// 60 KB specs read 30 pages per job to reach their messages).
-const std::string kActiveJobsIndex =
-    "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(state, id, name, steps, attempt, message, "
-    "created_ms, updated_ms, restarts, progress, configuration) WHERE state IN (" +
-    kActiveStates + ")";
-
-// Binds `needs` to the 8 parameters from `first` on: workers, backend,
-// max_restarts, configurations, min_loss_scale, min_compute_capability,
-// priority, preemptible.
-SqliteStatement& bind_needs(SqliteStatement& statement, int first, const JobNeeds& needs) {
-  statement.bind(first, int64_t{needs.workers})
-      .bind(first + 1, static_cast<int64_t>(needs.backend))
-      .bind(first + 2, int64_t{needs.max_restarts})
-      .bind(first + 3, configurations_json(needs.configurations))
-      .bind(first + 5, int64_t{needs.min_compute_capability})
-      .bind(first + 6, int64_t{needs.priority})
-      .bind(first + 7, int64_t{needs.preemptible});
-  return needs.min_loss_scale ? statement.bind_real(first + 4, *needs.min_loss_scale)
-                              : statement.bind_null(first + 4);
+// Binds `needs` to the parameters named after kNeedsColumnNames.
+SqliteStatement& bind_needs(SqliteStatement& statement, const JobNeeds& needs) {
+  statement.bind(":needs_workers", int64_t{needs.workers})
+      .bind(":needs_backend", static_cast<int64_t>(needs.backend))
+      .bind(":needs_max_restarts", int64_t{needs.max_restarts})
+      .bind(":needs_configurations", configurations_json(needs.configurations))
+      .bind(":needs_min_compute_capability", int64_t{needs.min_compute_capability})
+      .bind(":needs_priority", int64_t{needs.priority})
+      .bind(":needs_preemptible", int64_t{needs.preemptible});
+  return needs.min_loss_scale ? statement.bind_real(":needs_min_loss_scale", *needs.min_loss_scale)
+                              : statement.bind_null(":needs_min_loss_scale");
 }
 
-// The SELECT of jobs rows that read_job reads: every column, or without
-// the texts (spec_yaml and summary_json read as '', spec_json as NULL) and
-// without the needs (NULL): what is read per row of a list. `extra`, when
-// given, is read after them (column kJobColumnCount).
-constexpr int kJobColumnCount = 22;
-std::string job_columns(bool with_texts, bool with_needs, std::string_view extra = "") {
-  const auto text = [&](const char* column) { return with_texts ? column : "''"; };
-  const auto need = [&](const char* column) { return with_needs ? column : "NULL"; };
-  return std::string("SELECT id, name, state, ") + text("spec_yaml") +
-         ", steps, attempt, message, created_ms, updated_ms, restarts, progress, " +
-         text("summary_json") + ", " + need("needs_workers") + ", " + need("needs_backend") + ", " +
-         need("needs_max_restarts") + ", " + need("needs_configurations") + ", " +
-         need("needs_min_loss_scale") + ", " + need("needs_min_compute_capability") + ", " +
-         (with_texts ? "spec_json" : "NULL") + ", configuration, " + need("needs_priority") + ", " +
-         need("needs_preemptible") + (extra.empty() ? "" : ", ") + std::string(extra) +
-         " FROM jobs ";
-}
-const std::string kJobColumns = job_columns(/*with_texts=*/true, /*with_needs=*/true);
+const std::string kJobColumns = select_jobs(/*with_texts=*/true, /*with_needs=*/true);
 
 JobRecord read_job(const SqliteStatement& row) {
   JobRecord job;
-  job.id = row.column_text(0);
-  job.name = row.column_text(1);
-  job.state = static_cast<v1::JobState>(row.column_int64(2));
-  job.spec_yaml = row.column_text(3);
-  job.steps = row.column_int64(4);
-  job.attempt = static_cast<int32_t>(row.column_int64(5));
-  job.message = row.column_text(6);
-  job.created_unix_ms = row.column_int64(7);
-  job.updated_unix_ms = row.column_int64(8);
-  job.restarts = static_cast<int32_t>(row.column_int64(9));
+  job.id = row.column_text("id");
+  job.name = row.column_text("name");
+  job.state = static_cast<v1::JobState>(row.column_int64("state"));
+  job.spec_yaml = row.column_text("spec_yaml");
+  job.steps = row.column_int64("steps");
+  job.attempt = static_cast<int32_t>(row.column_int64("attempt"));
+  job.message = row.column_text("message");
+  job.created_unix_ms = row.column_int64("created_ms");
+  job.updated_unix_ms = row.column_int64("updated_ms");
+  job.restarts = static_cast<int32_t>(row.column_int64("restarts"));
   // A job that never ran has none: not parsed (a pass reads thousands).
-  if (const std::string progress = row.column_text(10);
+  if (const std::string progress = row.column_text("progress");
       !progress.empty() &&
       !google::protobuf::util::JsonStringToMessage(progress, &job.progress).ok()) {
     job.progress.Clear();
   }
   job.progress.set_steps(job.steps);
-  job.summary_json = row.column_text(11);
-  if (!row.column_is_null(12) && !row.column_is_null(15) && !row.column_is_null(20)) {
+  job.summary_json = row.column_text("summary_json");
+  if (!row.column_is_null("needs_workers") && !row.column_is_null("needs_configurations") &&
+      !row.column_is_null("needs_priority")) {
     try {
-      job.needs =
-          JobNeeds{.workers = static_cast<int32_t>(row.column_int64(12)),
-                   .backend = static_cast<config::BackendChoice>(row.column_int64(13)),
-                   .max_restarts = static_cast<int32_t>(row.column_int64(14)),
-                   .priority = static_cast<int32_t>(row.column_int64(20)),
-                   .preemptible = row.column_int64(21) != 0,
-                   .configurations = configurations_from_json(row.column_text(15)),
-                   .min_loss_scale =
-                       row.column_is_null(16) ? std::nullopt : std::optional(row.column_double(16)),
-                   .min_compute_capability = static_cast<int32_t>(row.column_int64(17))};
+      job.needs = JobNeeds{
+          .workers = static_cast<int32_t>(row.column_int64("needs_workers")),
+          .backend = static_cast<config::BackendChoice>(row.column_int64("needs_backend")),
+          .max_restarts = static_cast<int32_t>(row.column_int64("needs_max_restarts")),
+          .priority = static_cast<int32_t>(row.column_int64("needs_priority")),
+          .preemptible = row.column_int64("needs_preemptible") != 0,
+          .configurations = configurations_from_json(row.column_text("needs_configurations")),
+          .min_loss_scale = row.column_is_null("needs_min_loss_scale")
+                                ? std::nullopt
+                                : std::optional(row.column_double("needs_min_loss_scale")),
+          .min_compute_capability =
+              static_cast<int32_t>(row.column_int64("needs_min_compute_capability"))};
     } catch (const EngineError&) {  // damaged: kept without needs, as unparsable
       job.needs.reset();
     }
   }
-  if (!row.column_is_null(18)) job.spec_json = row.column_text(18);
-  job.configuration = row.column_text(19);
+  if (!row.column_is_null("spec_json")) job.spec_json = row.column_text("spec_json");
+  job.configuration = row.column_text("configuration");
   return job;
 }
 
 JobEventRecord read_event(const SqliteStatement& row) {
-  return {row.column_int64(0), static_cast<v1::JobState>(row.column_int64(1)), row.column_text(2)};
+  return {row.column_int64("unix_ms"), static_cast<v1::JobState>(row.column_int64("state")),
+          row.column_text("message")};
 }
 
 AttemptRecord read_attempt(const SqliteStatement& row) {
-  return {static_cast<int32_t>(row.column_int64(0)), row.column_int64(1), row.column_int64(2),
-          static_cast<v1::JobState>(row.column_int64(3))};
+  return {static_cast<int32_t>(row.column_int64("attempt")), row.column_int64("started_ms"),
+          row.column_int64("ended_ms"), static_cast<v1::JobState>(row.column_int64("outcome"))};
 }
 
 LogRecord read_log(const SqliteStatement& row) {
-  return {static_cast<int32_t>(row.column_int64(0)), static_cast<int32_t>(row.column_int64(1)),
-          row.column_int64(2), row.column_text(3), row.column_int64(4)};
+  return {static_cast<int32_t>(row.column_int64("attempt")),
+          static_cast<int32_t>(row.column_int64("rank")), row.column_int64("unix_ms"),
+          row.column_text("text"), row.column_int64("seq")};
 }
 
 // Every row that the bound `statement` selects, each converted by `read`.
@@ -207,19 +133,6 @@ auto select_rows(SqliteDb& db, std::string_view sql, std::string_view job_id, Re
   return read_rows(statement, read);
 }
 
-// Adds each of kAddedJobColumns that `jobs` lacks.
-absl::Status add_missing_columns(SqliteDb& db) {
-  ASSIGN_OR_RETURN(present,
-                   select_rows(db, "SELECT name FROM pragma_table_info('jobs')", "",
-                               [](const SqliteStatement& row) { return row.column_text(0); }));
-  for (const auto& [name, type] : kAddedJobColumns) {
-    if (std::find(present.begin(), present.end(), name) != present.end()) continue;
-    RETURN_IF_ERROR(
-        db.exec(("ALTER TABLE jobs ADD COLUMN " + std::string(name) + " " + type).c_str()));
-  }
-  return absl::OkStatus();
-}
-
 // Stores the needs and the resolved spec of each queued or running job
 // stored before they had columns, parsing its YAML this once. A spec that
 // no longer parses keeps none; the scheduler says so on the job.
@@ -233,7 +146,7 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
                   "AND state IN (" +
                       kActiveStates + ")",
                   "", [](const SqliteStatement& row) {
-                    return std::pair(row.column_text(0), row.column_text(1));
+                    return std::pair(row.column_text("id"), row.column_text("spec_yaml"));
                   }));
   for (const auto& [id, spec_yaml] : missing) {
     const jobspec::JobSpecResult parsed = jobspec::parse_job_spec(spec_yaml, "job.yaml");
@@ -244,14 +157,11 @@ absl::Status fill_missing_resolution(SqliteDb& db) {
     } catch (const EngineError&) {  // too large to plan: kept without needs, as unparsable
       continue;
     }
-    ASSIGN_OR_RETURN(update, db.prepare("UPDATE jobs SET needs_workers = ?1, needs_backend = ?2, "
-                                        "needs_max_restarts = ?3, needs_configurations = ?4, "
-                                        "needs_min_loss_scale = ?5, "
-                                        "needs_min_compute_capability = ?6, needs_priority = ?7, "
-                                        "needs_preemptible = ?8, spec_json = ?9 WHERE id = ?10"));
-    RETURN_IF_ERROR(bind_needs(update, 1, needs)
-                        .bind(9, dump_json(config::job_spec_to_json(*parsed.spec)))
-                        .bind(10, id)
+    ASSIGN_OR_RETURN(update, db.prepare("UPDATE jobs SET " + assignments_of(kNeedsColumnNames) +
+                                        ", spec_json = :spec_json WHERE id = :id"));
+    RETURN_IF_ERROR(bind_needs(update, needs)
+                        .bind(":spec_json", dump_json(config::job_spec_to_json(*parsed.spec)))
+                        .bind(":id", id)
                         .run());
   }
   return absl::OkStatus();
@@ -278,9 +188,7 @@ bool is_legal_transition(v1::JobState from, v1::JobState to) {
 absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::open(const std::string& path,
                                                                const JobDatabaseOptions& options) {
   ASSIGN_OR_RETURN(db, SqliteDb::open(path));
-  RETURN_IF_ERROR(db->exec(kSchema));
-  RETURN_IF_ERROR(add_missing_columns(*db));
-  RETURN_IF_ERROR(db->exec(kActiveJobsIndex.c_str()));
+  RETURN_IF_ERROR(migrate_job_schema(*db));
   RETURN_IF_ERROR(fill_missing_resolution(*db));
   struct stat opened {};
   if (stat(path.c_str(), &opened) != 0) {
@@ -315,21 +223,25 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
   const int64_t now = now_unix_ms();
   const std::string id = random_id("", 16);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
-  ASSIGN_OR_RETURN(insert,
-                   db_->prepare("INSERT INTO jobs(id, name, state, spec_yaml, steps, attempt, "
-                                "message, created_ms, updated_ms, needs_workers, needs_backend, "
-                                "needs_max_restarts, needs_configurations, needs_min_loss_scale, "
-                                "needs_min_compute_capability, needs_priority, needs_preemptible, "
-                                "spec_json) "
-                                "VALUES(?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-  insert.bind(1, id)
-      .bind(2, name)
-      .bind(3, int64_t{v1::JOB_STATE_QUEUED})
-      .bind(4, spec_yaml)
-      .bind(5, steps)
-      .bind(6, now)
-      .bind(7, now);
-  RETURN_IF_ERROR(bind_needs(insert, 8, needs).bind(16, spec_json).run());
+  static const std::string kInsert = [] {
+    std::vector<const char*> columns = {"id",      "name",       "state",      "spec_yaml", "steps",
+                                        "attempt", "message",    "created_ms", "updated_ms",
+                                        "spec_json"};
+    columns.insert(columns.end(), std::begin(kNeedsColumnNames), std::end(kNeedsColumnNames));
+    return insert_job(columns);
+  }();
+  ASSIGN_OR_RETURN(insert, db_->prepare(kInsert));
+  insert.bind(":id", id)
+      .bind(":name", name)
+      .bind(":state", int64_t{v1::JOB_STATE_QUEUED})
+      .bind(":spec_yaml", spec_yaml)
+      .bind(":steps", steps)
+      .bind(":attempt", int64_t{0})
+      .bind(":message", "")
+      .bind(":created_ms", now)
+      .bind(":updated_ms", now)
+      .bind(":spec_json", spec_json);
+  RETURN_IF_ERROR(bind_needs(insert, needs).run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
   absl::StatusOr<JobRecord> job = get_job_locked(id);
@@ -380,12 +292,13 @@ absl::StatusOr<std::vector<ListedJob>> JobDatabase::list_jobs(const JobListing& 
   }
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(select,
-                   db_->prepare(job_columns(/*with_texts=*/false, /*with_needs=*/true, "rowid") +
+                   db_->prepare(select_jobs(/*with_texts=*/false, /*with_needs=*/true,
+                                            "rowid AS listed_rowid") +
                                 where + " ORDER BY rowid DESC LIMIT ?"));
   select.bind(1, listing.before > 0 ? listing.before : std::numeric_limits<int64_t>::max())
       .bind(2, listing.limit);
   ASSIGN_OR_RETURN(jobs, read_rows(select, [](const SqliteStatement& row) {
-                     return ListedJob{read_job(row), row.column_int64(kJobColumnCount)};
+                     return ListedJob{read_job(row), row.column_int64("listed_rowid")};
                    }));
   for (ListedJob& listed : jobs) RETURN_IF_ERROR(fill_workers_locked(listed.job));
   return jobs;
@@ -393,20 +306,20 @@ absl::StatusOr<std::vector<ListedJob>> JobDatabase::list_jobs(const JobListing& 
 
 absl::StatusOr<std::optional<JobNeeds>> JobDatabase::stored_needs(std::string_view id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(select, db_->prepare(job_columns(/*with_texts=*/false, /*with_needs=*/true,
-                                                    "spec_json IS NOT NULL") +
+  ASSIGN_OR_RETURN(select, db_->prepare(select_jobs(/*with_texts=*/false, /*with_needs=*/true,
+                                                    "spec_json IS NOT NULL AS has_spec") +
                                         "WHERE id = ?"));
   select.bind(1, id);
   ASSIGN_OR_RETURN(has_row, select.step());
   if (!has_row) return absl::NotFoundError("no job with id '" + std::string(id) + "'");
-  const bool has_spec = select.column_int64(kJobColumnCount) != 0;
+  const bool has_spec = select.column_int64("has_spec") != 0;
   return has_spec ? read_job(select).needs : std::nullopt;
 }
 
 absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_active_jobs() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(jobs, select_rows(*db_,
-                                     job_columns(/*with_texts=*/false, /*with_needs=*/false) +
+                                     select_jobs(/*with_texts=*/false, /*with_needs=*/false) +
                                          "WHERE state IN (" + kActiveStates + ") ORDER BY rowid",
                                      "", read_job));
   for (JobRecord& job : jobs) {
@@ -417,11 +330,12 @@ absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_active_jobs() {
 
 absl::StatusOr<std::map<v1::JobState, int64_t>> JobDatabase::count_jobs_by_state() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(rows, select_rows(*db_, "SELECT state, COUNT(*) FROM jobs GROUP BY state", "",
+  ASSIGN_OR_RETURN(rows, select_rows(*db_,
+                                     "SELECT state, COUNT(*) AS jobs FROM jobs GROUP BY state", "",
                                      [](const SqliteStatement& row) {
                                        return std::make_pair(
-                                           static_cast<v1::JobState>(row.column_int64(0)),
-                                           row.column_int64(1));
+                                           static_cast<v1::JobState>(row.column_int64("state")),
+                                           row.column_int64("jobs"));
                                      }));
   return std::map<v1::JobState, int64_t>(rows.begin(), rows.end());
 }
@@ -442,20 +356,22 @@ absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobSt
   // for a preemption; a preempted job that stopped as asked does not.
   const int32_t restarts =
       job.restarts + (to == v1::JOB_STATE_QUEUED && details.spends_restart ? 1 : 0);
-  ASSIGN_OR_RETURN(update, db_->prepare("UPDATE jobs SET state = ?1, attempt = ?2, message = ?3, "
-                                        "updated_ms = ?4, restarts = ?5, summary_json = "
-                                        "CASE WHEN ?6 = '' THEN summary_json ELSE ?6 END, "
-                                        "configuration = CASE WHEN ?7 THEN ?8 ELSE "
-                                        "configuration END WHERE id = ?9"));
-  RETURN_IF_ERROR(update.bind(1, int64_t{to})
-                      .bind(2, attempt)
-                      .bind(3, message)
-                      .bind(4, now)
-                      .bind(5, restarts)
-                      .bind(6, details.summary_json)
-                      .bind(7, int64_t{to == v1::JOB_STATE_RUNNING})
-                      .bind(8, details.configuration)
-                      .bind(9, id)
+  ASSIGN_OR_RETURN(update,
+                   db_->prepare("UPDATE jobs SET state = :state, attempt = :attempt, "
+                                "message = :message, updated_ms = :updated_ms, "
+                                "restarts = :restarts, summary_json = CASE WHEN :summary_json = '' "
+                                "THEN summary_json ELSE :summary_json END, configuration = CASE "
+                                "WHEN :starts THEN :configuration ELSE configuration END "
+                                "WHERE id = :id"));
+  RETURN_IF_ERROR(update.bind(":state", int64_t{to})
+                      .bind(":attempt", attempt)
+                      .bind(":message", message)
+                      .bind(":updated_ms", now)
+                      .bind(":restarts", restarts)
+                      .bind(":summary_json", details.summary_json)
+                      .bind(":starts", int64_t{to == v1::JOB_STATE_RUNNING})
+                      .bind(":configuration", details.configuration)
+                      .bind(":id", id)
                       .run());
   if (to == v1::JOB_STATE_RUNNING) {
     ASSIGN_OR_RETURN(start, db_->prepare("INSERT INTO attempts(job_id, attempt, started_ms) "

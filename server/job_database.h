@@ -118,8 +118,9 @@ struct JobDatabaseOptions {
 // with DATA_LOSS once the database file was deleted or replaced.
 class JobDatabase {
  public:
-  // Opens (creating if needed) the store at `path`; a store reopened on the
-  // same file sees everything committed before.
+  // Opens (creating if needed) the store at `path`, migrated to this
+  // build's schema (job_schema.h; FAILED_PRECONDITION for a newer one); a
+  // store reopened on the same file sees everything committed before.
   static absl::StatusOr<std::unique_ptr<JobDatabase>> open(const std::string& path,
                                                            const JobDatabaseOptions& options = {});
 

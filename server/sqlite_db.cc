@@ -25,7 +25,9 @@ absl::Status sqlite_error(sqlite3* db, std::string_view sql) {
 }  // namespace
 
 SqliteStatement::SqliteStatement(SqliteStatement&& other) noexcept
-    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)) {}
+    : db_(other.db_),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      missing_parameter_(std::move(other.missing_parameter_)) {}
 
 SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
 
@@ -49,7 +51,41 @@ SqliteStatement& SqliteStatement::bind_null(int index) {
   return *this;
 }
 
+int SqliteStatement::parameter(std::string_view name) {
+  const int index = sqlite3_bind_parameter_index(stmt_, std::string(name).c_str());
+  if (index == 0 && missing_parameter_.empty()) missing_parameter_ = name;
+  return index;
+}
+
+SqliteStatement& SqliteStatement::bind(std::string_view name, int64_t value) {
+  return bind(parameter(name), value);
+}
+
+SqliteStatement& SqliteStatement::bind(std::string_view name, std::string_view value) {
+  return bind(parameter(name), value);
+}
+
+SqliteStatement& SqliteStatement::bind_real(std::string_view name, double value) {
+  return bind_real(parameter(name), value);
+}
+
+SqliteStatement& SqliteStatement::bind_null(std::string_view name) {
+  return bind_null(parameter(name));
+}
+
+int SqliteStatement::column(std::string_view name) const {
+  const int count = sqlite3_column_count(stmt_);
+  for (int i = 0; i < count; ++i) {
+    if (name == sqlite3_column_name(stmt_, i)) return i;
+  }
+  return -1;
+}
+
 absl::StatusOr<bool> SqliteStatement::step() {
+  if (!missing_parameter_.empty()) {
+    return absl::InternalError(std::string(sqlite3_sql(stmt_)).substr(0, 48) +
+                               "...: no parameter " + missing_parameter_);
+  }
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
@@ -58,21 +94,23 @@ absl::StatusOr<bool> SqliteStatement::step() {
 
 absl::Status SqliteStatement::run() { return step().status(); }
 
+// A column index of -1 (a name the statement lacks) reads as NULL.
 int64_t SqliteStatement::column_int64(int index) const {
-  return sqlite3_column_int64(stmt_, index);
+  return index < 0 ? 0 : sqlite3_column_int64(stmt_, index);
 }
 
 std::string SqliteStatement::column_text(int index) const {
+  if (index < 0) return std::string();
   const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, index));
   return text == nullptr ? std::string() : std::string(text, sqlite3_column_bytes(stmt_, index));
 }
 
 double SqliteStatement::column_double(int index) const {
-  return sqlite3_column_double(stmt_, index);
+  return index < 0 ? 0.0 : sqlite3_column_double(stmt_, index);
 }
 
 bool SqliteStatement::column_is_null(int index) const {
-  return sqlite3_column_type(stmt_, index) == SQLITE_NULL;
+  return index < 0 || sqlite3_column_type(stmt_, index) == SQLITE_NULL;
 }
 
 absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path) {

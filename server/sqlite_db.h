@@ -15,7 +15,9 @@
 
 namespace mixtrain::server {
 
-// One prepared statement. Parameters are numbered from 1, columns from 0.
+// One prepared statement. Parameters are numbered from 1 or named
+// (":name"), columns numbered from 0 or named by their result name (the
+// column's, or its AS alias).
 class SqliteStatement {
  public:
   SqliteStatement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
@@ -28,6 +30,12 @@ class SqliteStatement {
   SqliteStatement& bind(int index, std::string_view value);  // copied by SQLite
   SqliteStatement& bind_real(int index, double value);
   SqliteStatement& bind_null(int index);
+  // The same by parameter name. A name the statement does not have fails
+  // its next step() (INTERNAL, naming it).
+  SqliteStatement& bind(std::string_view name, int64_t value);
+  SqliteStatement& bind(std::string_view name, std::string_view value);
+  SqliteStatement& bind_real(std::string_view name, double value);
+  SqliteStatement& bind_null(std::string_view name);
 
   // Runs to the next row: true when there is one, false when done.
   absl::StatusOr<bool> step();
@@ -38,10 +46,22 @@ class SqliteStatement {
   std::string column_text(int index) const;
   double column_double(int index) const;
   bool column_is_null(int index) const;
+  // The same by result column name; a name the statement does not have
+  // reads as NULL.
+  int64_t column_int64(std::string_view name) const { return column_int64(column(name)); }
+  std::string column_text(std::string_view name) const { return column_text(column(name)); }
+  double column_double(std::string_view name) const { return column_double(column(name)); }
+  bool column_is_null(std::string_view name) const { return column_is_null(column(name)); }
 
  private:
+  // The index of result column `name`, or -1.
+  int column(std::string_view name) const;
+  // The index of parameter `name`; records the error when there is none.
+  int parameter(std::string_view name);
+
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  std::string missing_parameter_;  // the first name bound that the statement lacks
 };
 
 // One connection; not thread safe (callers hold their own lock).

@@ -35,6 +35,10 @@ HOMES = [
      re.compile(r"(MAX_RECONNECT_BACKOFF_MS|MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS"
                 r"|GRPC_ARG_KEEPALIVE_TIME_MS)\s*,\s*\d|kReconnectMarginMs"),
      ["server/coordinator_server.cc"]),  # the coordinator's own ping period
+    ("the job database's schema",
+     re.compile(r"(ALTER|CREATE) TABLE (IF NOT EXISTS )?(jobs|attempts|events|logs|assignments)\b"
+                r"|user_version\s*="),
+     ["server/job_schema.cc"]),
     ("NCCL's channel count",
      re.compile(r"maxCTAs\s*=\s*\d"),
      []),
@@ -61,6 +65,7 @@ def self_test():
         "server/d.cc": "  return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;\n",
         "worker/e.cc": "  return absl::StatusCode::kResourceExhausted;\n",
         "net/f.cc": "  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2'000);\n",
+        "server/i.cc": '  db.exec("ALTER TABLE jobs ADD COLUMN x INTEGER");\n',
         "engine/comm/g.cc": "  config.maxCTAs = 16;\n",
     }
     clean = {
