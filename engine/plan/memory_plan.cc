@@ -3,15 +3,11 @@
 // plan_accuracy test.
 #include "engine/plan/memory_plan.h"
 
-#include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
 
-#include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/device_reserve.h"
 #include "engine/common/error.h"
-#include "engine/common/usable_cores.h"
 #include "engine/data/train_val_split.h"
 #include "engine/model/gpt_activations.h"
 #include "engine/model/gpt_config.h"
@@ -102,20 +98,6 @@ int64_t cuda_workspace_bytes(const Dims& d) {
 }
 
 }  // namespace
-
-PlanTarget cpu_target(int64_t world_size) {
-  PlanTarget target;
-  target.world_size = world_size;
-  // As the launcher sets them (launch/child_process.cc): OMP_NUM_THREADS
-  // when given, else the usable cores shared among the local ranks.
-  target.cpu_threads =
-      std::getenv("OMP_NUM_THREADS") != nullptr
-          ? omp_get_max_threads()
-          : std::max<int64_t>(1, usable_cores() / std::max<int64_t>(1, world_size));
-  CpuBackend backend;
-  target.bf16_gemm_staged = !backend.gemm_runs_without_staging(DType::kBF16);
-  return target;
-}
 
 int64_t MemoryPlan::device_need() const {
   return checked_sum({peak(MemoryPool::kDevice), device_runtime}, "the device's need");
