@@ -12,7 +12,7 @@
 #include <deque>
 #include <vector>
 
-#include "engine/comm/socket_io.h"
+#include "engine/socket/socket_io.h"
 #include "engine/common/error.h"
 #include "net/error_status.h"
 

@@ -22,7 +22,7 @@
 #include "engine/backend/memory_tracker.h"
 #include "engine/backend/tensor.h"
 #include "engine/comm/comm_stats.h"
-#include "engine/comm/socket_io.h"
+#include "engine/socket/socket_io.h"
 
 namespace mixtrain {
 

@@ -3,7 +3,7 @@
 // set costs nothing and keeps the code obvious.
 #include "engine/comm/memory_store.h"
 
-#include "engine/comm/socket_io.h"
+#include "engine/socket/socket_io.h"
 #include "engine/common/error.h"
 
 namespace mixtrain {

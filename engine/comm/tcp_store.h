@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "engine/comm/memory_store.h"
-#include "engine/comm/socket_io.h"
+#include "engine/socket/socket_io.h"
 #include "engine/comm/store.h"
 
 namespace mixtrain {

@@ -1,5 +1,5 @@
 // Why: four byte formats carry little-endian integers: the socket layer's
-// frames (engine/comm/socket_io.h), the rendezvous store's fields
+// frames (engine/socket/socket_io.h), the rendezvous store's fields
 // (engine/comm/store_protocol.h), the task process's reports to its agent
 // (worker/frame_pipe.h) and the safetensors header's length. Each frame is
 // its body's size in 4 bytes, then the body. This is the one codec of

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "engine/backend/cuda_workspace.h"
 #include "engine/backend/device_reserve.h"
 #include "engine/common/error.h"
 #include "engine/data/train_val_split.h"
@@ -84,17 +85,21 @@ int64_t cpu_workspace_bytes(const Dims& d, const PlanTarget& target) {
   return std::max({attention, staging, elementwise, fp8});
 }
 
-// CUDA (cuda_backend.cc): cuBLAS's workspace (32 MiB from Hopper on) and
-// the scratch buffer, grown in 2 MiB steps to the attention backward's
-// fp32 scores and their gradient, dout and dqkv staged in fp32.
-int64_t cuda_workspace_bytes(const Dims& d) {
-  const int64_t bhtt = checked_product({d.batch, d.heads, d.seq, d.seq}, "workspace");
-  const int64_t pc = checked_product({d.positions, d.dim}, "workspace");
-  const int64_t scratch = checked_sum({checked_product({bhtt, 4 + d.element}, "workspace"),
-                                       checked_product({pc, 4 * 4}, "workspace")},
-                                      "workspace");
-  constexpr int64_t kStep = int64_t{2} << 20;
-  return checked_sum({int64_t{32} << 20, (scratch + kStep - 1) / kStep * kStep}, "workspace");
+// CUDA: cuBLAS's workspace and the scratch buffer at its largest, the
+// attention backward's, sized by the very functions the backend allocates
+// by (cuda_workspace.h), for activations of dtype `activations`. cuBLAS's
+// workspace is that of a Hopper or newer GPU: the plan is for any GPU.
+int64_t cuda_workspace_bytes(const Dims& d, DType activations) {
+  // Bounds the scratch's sizes before they are computed unchecked.
+  (void)checked_product({d.batch, d.heads, d.seq, d.seq, 4 + 4}, "workspace");
+  (void)checked_product({d.positions, d.dim, 3 * (4 + 4)}, "workspace");
+  const AttentionDims dims{d.batch, d.seq, d.dim, d.heads};
+  const size_t scratch = scratch_offsets(attention_backward_scratch(dims, activations, activations,
+                                                                    activations, activations))
+                             .back();
+  return checked_sum({static_cast<int64_t>(cublas_workspace_bytes(90)),
+                      static_cast<int64_t>(scratch_buffer_bytes(scratch))},
+                     "workspace");
 }
 
 }  // namespace
@@ -184,7 +189,7 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
         checked_product({e, buckets + shards + ring}, "comm buffers"));
   }
   add(MemoryPool::kDevice, MemoryCategory::kWorkspace,
-      target.cuda ? cuda_workspace_bytes(d) : cpu_workspace_bytes(d, target));
+      target.cuda ? cuda_workspace_bytes(d, dtype) : cpu_workspace_bytes(d, target));
   if (target.cuda) plan.device_runtime = device_reserve(ranks).total();
   // train_val_split.cc: files are mapped, built-in corpora held in memory.
   add(MemoryPool::kHost, MemoryCategory::kData, data_bytes_in_memory(spec.data));

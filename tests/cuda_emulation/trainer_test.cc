@@ -22,6 +22,7 @@
 #include "engine/comm/make_communicator.h"
 #include "engine/comm/memory_store.h"
 #include "engine/common/error.h"
+#include "engine/plan/memory_plan.h"
 #include "runtime_calls.h"
 #include "train/train_test_util.h"
 
@@ -135,6 +136,31 @@ TEST(CudaEmulationFp8, DelayedScalingWaitsForTheDeviceOncePerStep) {
     waits[i] = emu::runtime_calls().stream_synchronizations - before;
   }
   EXPECT_LE(waits[1] - waits[0], 3) << "bf16 " << waits[0] << ", fp8 " << waits[1];
+}
+
+// The workspace the CUDA backend holds at its peak is what the planner
+// counts for it: cuBLAS's and the scratch buffer at the attention
+// backward's size, both sized by the functions the backend allocates by
+// (cuda_workspace.h; issue 32). Its scores (4 x 4 x 256 x 256 in fp32 and
+// their bf16 gradient: 6 MiB) outgrow the scratch's 2 MiB steps, so a
+// planner that sized them its own way would be off.
+TEST(CudaEmulationPlan, TheWorkspaceIsWhatThePlannerCounts) {
+  config::JobSpec spec = tiny_spec(DType::kBF16, 1, fresh_dir("plan"));
+  spec.model.layers = 1;
+  spec.model.heads = 4;
+  spec.model.dim = 64;
+  spec.model.seq_len = 256;
+  spec.train.eval_batches = 1;
+  const std::unique_ptr<Backend> backend = make_backend("cuda");
+  (void)Trainer(*backend, spec, {}).run();
+  plan::PlanTarget target;
+  target.cuda = true;
+  const int64_t planned =
+      plan::plan_memory(spec, target).at(MemoryPool::kDevice, MemoryCategory::kWorkspace);
+  EXPECT_EQ(static_cast<int64_t>(
+                backend->memory().peak(MemoryPool::kDevice, MemoryCategory::kWorkspace)),
+            planned);
+  EXPECT_EQ(planned, (int64_t{32} + 6) << 20);  // cuBLAS's on sm_90, and the 6 MiB
 }
 
 // A rank's communicator first leaves its device the reserve the planner

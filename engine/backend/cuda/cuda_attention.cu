@@ -123,11 +123,9 @@ void CudaBackend::attention_forward(const Tensor& out, const Tensor& att, const 
   if (B * T * C == 0) return;
   const DType g = qkv.dtype();  // GEMM input dtype
   const bool att_copy = att.dtype() != g;
-  const bool out_direct = gpu::cublas_writes(g, out.dtype());
+  const bool out_direct = cublas_writes(g, out.dtype());
   const std::vector<Tensor> buffers =
-      scratch({{{B, NH, T, T}, DType::kF32},
-               {att_copy ? Shape{B, NH, T, T} : Shape{0}, g},
-               {out_direct ? Shape{0} : Shape{B, T, C}, DType::kF32}});
+      scratch(attention_forward_scratch({B, T, C, NH}, g, att.dtype(), out.dtype()));
   const Tensor& preatt = buffers[0];
   const Tensor& att_g = att_copy ? buffers[1] : att;
   const Tensor& y = out_direct ? out : buffers[2];
@@ -171,19 +169,13 @@ void CudaBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, con
   const int64_t B = s.batch, T = s.seq, C = s.channels, NH = s.heads, HS = s.head_size;
   if (B * T * C == 0) return;
   const DType g = qkv.dtype();  // GEMM input dtype
-  const DType gs = g == DType::kF16 ? DType::kF32 : g;  // dS and the GEMMs reading it
+  const DType gs = attention_score_gradient_dtype(g);  // dS and the GEMMs reading it
   const bool dout_copy = dout.dtype() != g;
   const bool att_copy = att.dtype() != g;
   const bool qkv_copy = gs != g;
-  const bool dqkv_direct =
-      gpu::cublas_writes(g, dqkv.dtype()) && gpu::cublas_writes(gs, dqkv.dtype());
-  const std::vector<Tensor> buffers =
-      scratch({{{B, NH, T, T}, DType::kF32},
-               {{B, NH, T, T}, gs},
-               {dout_copy ? Shape{B, T, C} : Shape{0}, g},
-               {att_copy ? Shape{B, NH, T, T} : Shape{0}, g},
-               {dqkv_direct ? Shape{0} : qkv.shape(), DType::kF32},
-               {qkv_copy ? qkv.shape() : Shape{0}, gs}});
+  const bool dqkv_direct = cublas_writes(g, dqkv.dtype()) && cublas_writes(gs, dqkv.dtype());
+  const std::vector<Tensor> buffers = scratch(
+      attention_backward_scratch({B, T, C, NH}, g, dout.dtype(), att.dtype(), dqkv.dtype()));
   const Tensor& datt = buffers[0];
   const Tensor& dpreatt = buffers[1];
   const Tensor& dout_g = dout_copy ? buffers[2] : dout;

@@ -14,17 +14,8 @@
 namespace mixtrain {
 namespace {
 
-// cuBLAS's recommended workspace: 32 MiB on Hopper, 4 MiB before it.
-constexpr size_t kCublasWorkspaceHopper = size_t{32} << 20;
-constexpr size_t kCublasWorkspaceAmpere = size_t{4} << 20;
-// scratch() buffers start on this alignment (cudaMalloc's own).
-constexpr size_t kScratchAlignment = 256;
-// The scratch workspace grows in steps of this size.
-constexpr size_t kScratchGranularity = size_t{2} << 20;
 // Raw byte buffers are tensors of a one-byte dtype; which one is irrelevant.
 constexpr DType kByteDType = DType::kFP8E4M3;
-
-size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 class CudaEvent final : public Event {
  public:
@@ -87,8 +78,7 @@ CudaBackend::CudaBackend(std::shared_ptr<CudaMemory> memory)
   // FP32 GEMMs stay true FP32 (no TF32), like the CPU backend.
   MIXTRAIN_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
 
-  const size_t workspace_bytes =
-      compute_capability_ >= 90 ? kCublasWorkspaceHopper : kCublasWorkspaceAmpere;
+  const size_t workspace_bytes = cublas_workspace_bytes(compute_capability_);
   cublas_workspace_ =
       empty({static_cast<int64_t>(workspace_bytes)}, kByteDType, MemoryCategory::kWorkspace);
   MIXTRAIN_CUBLAS_CHECK(
@@ -177,18 +167,17 @@ void CudaBackend::set_zero(const Tensor& t) {
   MIXTRAIN_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.nbytes(), compute));
 }
 
-std::vector<Tensor> CudaBackend::scratch(std::initializer_list<ScratchRequest> requests) {
-  std::vector<size_t> offsets;
-  size_t total = 0;
-  for (const ScratchRequest& r : requests) {
-    offsets.push_back(total);
-    total += round_up(static_cast<size_t>(shape_numel(r.shape)) * dtype_size(r.dtype),
-                      kScratchAlignment);
-  }
+std::vector<Tensor> CudaBackend::scratch(const std::vector<ScratchRequest>& requests) {
+  const std::vector<size_t> offsets = scratch_offsets(requests);
+  const size_t total = offsets.back();
   if (!scratch_.defined() || scratch_.nbytes() < total) {
-    // The old buffer returns to the pool in stream order once nothing
-    // references it; grow first so its memory is never handed out twice.
-    scratch_ = empty({static_cast<int64_t>(round_up(total, kScratchGranularity))}, kByteDType,
+    // The old buffer goes back to the pool before the larger one is taken:
+    // its free is ordered on the compute stream after every op that used it
+    // (no op holds its buffers past the next scratch() call), so the pool
+    // may hand its memory out again at once. The workspace's peak is then
+    // cuBLAS's and the largest scratch, as the planner counts it.
+    scratch_ = Tensor();
+    scratch_ = empty({static_cast<int64_t>(scratch_buffer_bytes(total))}, kByteDType,
                      MemoryCategory::kWorkspace);
   }
   std::vector<Tensor> buffers;

@@ -15,20 +15,10 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/cuda_gemm.h"
+#include "engine/backend/cuda_workspace.h"
 #include "engine/backend/cuda/cuda_memory.h"
 
 namespace mixtrain {
-
-// One temporary buffer an op asks scratch() for.
-struct ScratchRequest {
-  Shape shape;
-  DType dtype;
-  // Raw memory of at least `bytes` bytes (fp64 partial sums, library
-  // workspaces), as an int32 tensor.
-  static ScratchRequest raw_bytes(size_t bytes) {
-    return {{static_cast<int64_t>((bytes + 3) / 4)}, DType::kI32};
-  }
-};
 
 class CudaBackend final : public Backend {
  public:
@@ -115,7 +105,7 @@ class CudaBackend final : public Backend {
   // needs and calls no other op that uses scratch while it holds them
   // (ops that do: matmul, embedding_backward, layernorm_backward,
   // attention_*, bias_backward, sum_squares, unscale_and_check).
-  std::vector<Tensor> scratch(std::initializer_list<ScratchRequest> requests);
+  std::vector<Tensor> scratch(const std::vector<ScratchRequest>& requests);
 
  private:
   struct CublasDeleter {

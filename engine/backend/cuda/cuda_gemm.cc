@@ -10,6 +10,7 @@
 
 #include "engine/backend/cuda/cuda_error.h"
 #include "engine/backend/cuda/cuda_op_checks.h"
+#include "engine/backend/cuda_workspace.h"
 #include "engine/numerics/mx_scaling.h"
 
 namespace mixtrain::gpu {
@@ -103,11 +104,6 @@ cublasLtMatrixLayout_t layout_of(DType dtype, int64_t rows, int64_t cols, int64_
 int64_t tiled_mx_scale_bytes(int64_t rows, int64_t k) {
   const int64_t blocks = (k + kMxBlockSize - 1) / kMxBlockSize;
   return (rows + 127) / 128 * ((blocks + 3) / 4) * 512;
-}
-
-bool cublas_writes(DType ab, DType c) {
-  if (ab == c) return is_float_compute(ab);
-  return c == DType::kF32 && (ab == DType::kF16 || ab == DType::kBF16);
 }
 
 void gemm_row_major(const Blas& blas, int64_t m, int64_t n, int64_t k, const GemmOperand& a,

@@ -73,10 +73,6 @@ struct GemmOutput {
   int64_t batch_stride;
 };
 
-// True when cuBLAS (fp32 compute) can write C of dtype `c` from A and B of
-// dtype `ab`: the same dtype, or fp32 from fp16/bf16.
-bool cublas_writes(DType ab, DType c);
-
 // For each of `batch` items: C (m,n) = alpha * op(A) (m,k) op(B) (k,n) +
 // beta * C, accumulated in fp32 (fp32 inputs rounded to TF32 first when
 // blas.tf32), enqueued on the handle's stream. A and B

@@ -145,7 +145,7 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   // A linear layer whose epilogue cuBLASLt did not take: its bias, GELU or
   // bias gradient cost passes of their own below.
   if (bias || gelu_out || bias_grad) count_gemm_fallback();
-  const bool direct = gpu::cublas_writes(a.dtype(), c.dtype());
+  const bool direct = cublas_writes(a.dtype(), c.dtype());
   const bool prepare = bias != nullptr || (!direct && options.beta != 0.0f);
   const int64_t rows = s.batch * s.m;
 

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/comm/socket_io.h"
+#include "engine/socket/socket_io.h"
 
 namespace gloo {
 class Context;

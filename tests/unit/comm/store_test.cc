@@ -16,7 +16,7 @@
 
 #include "engine/comm/key_value_table.h"
 #include "engine/comm/memory_store.h"
-#include "engine/comm/socket_io.h"
+#include "engine/socket/socket_io.h"
 #include "engine/comm/store_protocol.h"
 #include "engine/comm/tcp_store.h"
 #include "engine/common/error.h"

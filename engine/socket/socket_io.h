@@ -1,6 +1,7 @@
-// Why: the TCP store's server and client share these few socket helpers:
-// connecting with retry, listening on a free port, and length-prefixed
-// frames read and written against a deadline. Writes never raise SIGPIPE,
+// Why: the TCP store's server and client, Gloo's ring links and the
+// service's HTTP server share these few socket helpers: connecting with
+// retry, listening on a free port, and length-prefixed frames read and
+// written against a deadline. Writes never raise SIGPIPE,
 // so a peer that vanishes is an error value, not a crash.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Why: see socket_io.h. Every wait is a poll() bounded by the deadline, so
 // no call here can block past it; EINTR is retried everywhere.
-#include "engine/comm/socket_io.h"
+#include "engine/socket/socket_io.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
