@@ -11,6 +11,8 @@
 // each it measures
 //   * schedule latency: SubmitJob returning -> a worker holding the task,
 //     over --jobs one-rank jobs submitted one after another;
+//   * the latency of those SubmitJob calls themselves, and of as many
+//     ListJobs calls (one page, as `mixtrain jobs` asks) after them;
 //   * the CPU of one scheduler pass (liveness, placement, starts), from the
 //     coordinator's mixtrain_scheduler_pass_cpu_seconds over an idle
 //     window, and the coordinator's whole CPU in that window;
@@ -127,6 +129,8 @@ std::pair<double, double> histogram_totals(const std::string& metrics, const std
 struct RunResult {
   bool ok = false;
   double latency_p50_ms = 0, latency_p99_ms = 0;
+  double submit_p50_ms = 0, submit_p99_ms = 0;  // the SubmitJob call
+  double list_p50_ms = 0, list_p99_ms = 0;      // a ListJobs call
   double pass_cpu_us = 0;        // mean CPU of one scheduler pass while idle
   double passes_per_second = 0;  // while idle
   double coordinator_cpu = 0;    // share of one core while idle, heartbeats included
@@ -175,22 +179,27 @@ RunResult run(const fs::path& bin_dir, const fs::path& work, int64_t finished, i
   const std::string summary_json = mixtrain::dump_json(summary.to_json());
 
   // One job at a time: the idle worker holding it reports it done at once.
+  const auto ms_since = [](Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
   std::vector<double> latencies_ms;
+  std::vector<double> submit_ms;
   for (int j = 0; j < jobs; ++j) {
     v1::SubmitJobRequest request;
     request.set_spec_yaml(kSpec);
     v1::SubmitJobResponse response;
     grpc::ClientContext context;
     mixtrain::net::prepare_call(context, mixtrain::bench::kClientToken, std::chrono::seconds(30));
+    const auto calling = Clock::now();
     if (!jobs_stub->SubmitJob(&context, request, &response).ok()) return result;
+    submit_ms.push_back(ms_since(calling));
     const auto submitted = Clock::now();
     bool started = false;
     while (!started && Clock::now() - submitted < std::chrono::seconds(30)) {
       for (auto& worker : fleet) {
         const std::optional<v1::TaskCommand> command = worker->next(std::chrono::milliseconds(0));
         if (!command || !command->has_start()) continue;
-        latencies_ms.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - submitted).count());
+        latencies_ms.push_back(ms_since(submitted));
         worker->report(command->start(), v1::TASK_OUTCOME_SUCCEEDED, "", summary_json, 10);
         started = true;
         break;
@@ -202,8 +211,22 @@ RunResult run(const fs::path& bin_dir, const fs::path& work, int64_t finished, i
       return result;
     }
   }
+  std::vector<double> list_ms;
+  for (int j = 0; j < jobs; ++j) {
+    v1::ListJobsRequest request;
+    v1::ListJobsResponse response;
+    grpc::ClientContext context;
+    mixtrain::net::prepare_call(context, mixtrain::bench::kClientToken, std::chrono::seconds(30));
+    const auto calling = Clock::now();
+    if (!jobs_stub->ListJobs(&context, request, &response).ok()) return result;
+    list_ms.push_back(ms_since(calling));
+  }
   result.latency_p50_ms = mixtrain::bench::percentile(latencies_ms, 0.5);
   result.latency_p99_ms = mixtrain::bench::percentile(latencies_ms, 0.99);
+  result.submit_p50_ms = mixtrain::bench::percentile(submit_ms, 0.5);
+  result.submit_p99_ms = mixtrain::bench::percentile(submit_ms, 0.99);
+  result.list_p50_ms = mixtrain::bench::percentile(list_ms, 0.5);
+  result.list_p99_ms = mixtrain::bench::percentile(list_ms, 0.99);
 
   // Idle: every worker heartbeating, nothing queued but the jobs that wait.
   const auto scrape = [&] {
@@ -266,6 +289,10 @@ int main(int argc, char** argv) {
   };
   row("schedule latency p50 (ms)", &RunResult::latency_p50_ms);
   row("schedule latency p99 (ms)", &RunResult::latency_p99_ms);
+  row("SubmitJob call p50 (ms)", &RunResult::submit_p50_ms);
+  row("SubmitJob call p99 (ms)", &RunResult::submit_p99_ms);
+  row("ListJobs call p50 (ms)", &RunResult::list_p50_ms);
+  row("ListJobs call p99 (ms)", &RunResult::list_p99_ms);
   row("CPU per scheduler pass (us)", &RunResult::pass_cpu_us);
   row("scheduler passes per second", &RunResult::passes_per_second);
   row("coordinator CPU while idle (cores)", &RunResult::coordinator_cpu);
