@@ -27,7 +27,8 @@ absl::Status sqlite_error(sqlite3* db, std::string_view sql) {
 SqliteStatement::SqliteStatement(SqliteStatement&& other) noexcept
     : db_(other.db_),
       stmt_(std::exchange(other.stmt_, nullptr)),
-      missing_parameter_(std::move(other.missing_parameter_)) {}
+      missing_parameter_(std::move(other.missing_parameter_)),
+      columns_(std::move(other.columns_)) {}
 
 SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
 
@@ -74,11 +75,12 @@ SqliteStatement& SqliteStatement::bind_null(std::string_view name) {
 }
 
 int SqliteStatement::column(std::string_view name) const {
-  const int count = sqlite3_column_count(stmt_);
-  for (int i = 0; i < count; ++i) {
-    if (name == sqlite3_column_name(stmt_, i)) return i;
+  if (columns_.empty()) {
+    const int count = sqlite3_column_count(stmt_);
+    for (int i = 0; i < count; ++i) columns_.emplace(sqlite3_column_name(stmt_, i), i);
   }
-  return -1;
+  const auto found = columns_.find(name);
+  return found == columns_.end() ? -1 : found->second;
 }
 
 absl::StatusOr<bool> SqliteStatement::step() {

@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,7 +56,8 @@ class SqliteStatement {
   bool column_is_null(std::string_view name) const { return column_is_null(column(name)); }
 
  private:
-  // The index of result column `name`, or -1.
+  // The index of result column `name`, or -1; the names are read from the
+  // statement once, at the first lookup (a list reads thousands of rows).
   int column(std::string_view name) const;
   // The index of parameter `name`; records the error when there is none.
   int parameter(std::string_view name);
@@ -62,6 +65,7 @@ class SqliteStatement {
   sqlite3* db_;
   sqlite3_stmt* stmt_;
   std::string missing_parameter_;  // the first name bound that the statement lacks
+  mutable std::map<std::string, int, std::less<>> columns_;  // result column name -> index
 };
 
 // One connection; not thread safe (callers hold their own lock).
