@@ -30,14 +30,14 @@
 #include "launch/run_trainer.h"
 #include "worker/child_messages.h"
 #include "worker/grpc_store.h"
+#include "worker/signal_watcher.h"
 #include "worker/task_launch.h"
 
 namespace mixtrain::worker {
 namespace {
 
-// Set by kPreemptSignal's handler, read by the trainer between steps.
+// Set once kPreemptSignal arrives, read by the trainer between steps.
 std::atomic<bool> g_stop_requested{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
 // Writes one report frame to the report pipe (whole, retrying short
 // writes); a closed or absent pipe is ignored, training goes on.
@@ -96,19 +96,10 @@ std::optional<config::JobSpec> read_task_spec(const v1::Task& task) {
 int run_task_child(std::istream& in) {
   // Ends with the agent's runner thread, so no rank trains on unsupervised.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // The preemption signal, held blocked since the start: from here on it
-  // asks the trainer to stop (before any other thread exists, so all
-  // inherit the unblocked mask).
-  struct sigaction preempt {};
-  preempt.sa_handler = [](int) { g_stop_requested.store(true); };
-  // Whichever thread takes it (Gloo's, gRPC's, OpenMP's), a system call it
-  // interrupts resumes instead of failing with EINTR.
-  preempt.sa_flags = SA_RESTART;
-  ::sigaction(kPreemptSignal, &preempt, nullptr);
-  sigset_t held;
-  sigemptyset(&held);
-  sigaddset(&held, kPreemptSignal);
-  ::pthread_sigmask(SIG_UNBLOCK, &held, nullptr);
+  // The preemption signal, held blocked since the start, stays blocked in
+  // every thread: it is taken by a thread of its own, never handled where
+  // a GEMM may run (signal_watcher.h).
+  watch_signal(kPreemptSignal, &g_stop_requested);
   ::signal(SIGPIPE, SIG_IGN);
   std::cout << std::unitbuf;  // the agent forwards lines as they come
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -1,8 +1,32 @@
 // Why: runtime CPU detection in one place (see cpu_features.h).
 #include "engine/common/cpu_features.h"
 
+#include <cstdlib>
+#include <iostream>
+#include <string_view>
+
 namespace mixtrain {
 namespace {
+
+CpuIsa read_max_cpu_isa() {
+  const char* value = std::getenv("MIXTRAIN_MAX_CPU_ISA");
+  const std::string_view isa = value == nullptr ? "" : value;
+  if (isa.empty() || isa == "avx512") return CpuIsa::kAvx512;
+  if (isa == "avx2") return CpuIsa::kAvx2;
+  if (isa == "baseline") return CpuIsa::kBaseline;
+  std::cerr << "mixtrain: MIXTRAIN_MAX_CPU_ISA=" << isa
+            << " is not one of avx512, avx2, baseline; ignored\n";
+  return CpuIsa::kAvx512;
+}
+
+// `f` less the instruction sets above `isa`.
+CpuFeatures capped(CpuFeatures f, CpuIsa isa) {
+  if (isa != CpuIsa::kAvx512) {
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.avx512_fp16 = f.amx_bf16 = false;
+  }
+  if (isa == CpuIsa::kBaseline) f.avx2 = f.f16c = f.fma = false;
+  return f;
+}
 
 CpuFeatures detect() {
   CpuFeatures f;
@@ -47,8 +71,13 @@ std::string CpuFeatures::describe() const {
   return s.empty() ? "baseline" : s;
 }
 
+CpuIsa max_cpu_isa() {
+  static const CpuIsa isa = read_max_cpu_isa();
+  return isa;
+}
+
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures features = detect();
+  static const CpuFeatures features = capped(detect(), max_cpu_isa());
   return features;
 }
 

@@ -2,6 +2,11 @@
 // chosen at run time. Hand-written intrinsic paths ask cpu_features();
 // plain loops get per-ISA clones through MIXTRAIN_MULTIVERSION, which GCC
 // resolves once at load time (ifunc), so no switch sits in a hot loop.
+// MIXTRAIN_MAX_CPU_ISA=avx2 (or baseline) caps what cpu_features() reports,
+// and so the intrinsic paths and oneDNN's kernels, below what the CPU has:
+// the AVX2 paths can then be exercised on an AVX-512 machine at full speed
+// (issue 29's heap corruption showed only there). The ifunc clones are
+// chosen by the loader and stay those of the real CPU.
 #pragma once
 
 #include <string>
@@ -24,8 +29,16 @@ struct CpuFeatures {
   std::string describe() const;
 };
 
-// The features of the CPU this process runs on (detected once, cached).
+// The instruction sets a process may use, widest last.
+enum class CpuIsa { kBaseline, kAvx2, kAvx512 };
+
+// The features of the CPU this process runs on (detected once, cached),
+// less those above MIXTRAIN_MAX_CPU_ISA.
 const CpuFeatures& cpu_features();
+
+// MIXTRAIN_MAX_CPU_ISA: avx512 (or unset: no cap), avx2 or baseline. Any
+// other value is reported on stderr once and caps nothing.
+CpuIsa max_cpu_isa();
 
 }  // namespace mixtrain
 

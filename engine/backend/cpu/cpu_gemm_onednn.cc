@@ -4,6 +4,7 @@
 // oneDNN 2.x scales the bias together with the product, so there the bias
 // is a binary-add post-op after the scale and the sum. The scratchpad is
 // user-managed so that it is allocated through the backend and counted.
+// MIXTRAIN_MAX_CPU_ISA caps oneDNN's kernels as it caps ours.
 #include "engine/backend/cpu/cpu_gemm_onednn.h"
 
 #include <bit>
@@ -13,8 +14,22 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "engine/common/cpu_features.h"
+
 namespace mixtrain {
 namespace {
+
+// Applies MIXTRAIN_MAX_CPU_ISA to oneDNN, once, before its first kernel.
+// oneDNN refuses a cap once it chose kernels (a DNNL_MAX_CPU_ISA of the
+// user's own stays in force then).
+void cap_onednn_isa() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const CpuIsa isa = max_cpu_isa();
+    if (isa == CpuIsa::kAvx512) return;
+    dnnl_set_max_cpu_isa(isa == CpuIsa::kAvx2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_sse41);
+  });
+}
 
 using dnnl::memory;
 
@@ -160,8 +175,10 @@ struct OnednnMatmul::Cache {
   }
 };
 
-OnednnMatmul::OnednnMatmul(Backend& backend)
-    : backend_(backend), cache_(std::make_unique<Cache>()) {}
+OnednnMatmul::OnednnMatmul(Backend& backend) : backend_(backend) {
+  cap_onednn_isa();  // before the cache's engine exists
+  cache_ = std::make_unique<Cache>();
+}
 
 OnednnMatmul::~OnednnMatmul() = default;
 
