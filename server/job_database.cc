@@ -133,6 +133,29 @@ auto select_rows(SqliteDb& db, std::string_view sql, std::string_view job_id, Re
   return read_rows(statement, read);
 }
 
+// Sets the job's workers: those of its latest attempt, by rank.
+absl::Status fill_workers(SqliteDb& db, JobRecord& job) {
+  ASSIGN_OR_RETURN(select, db.prepare("SELECT worker_id FROM assignments WHERE job_id = ? "
+                                      "AND attempt = ? ORDER BY rank"));
+  select.bind(1, job.id).bind(2, job.attempt);
+  job.workers.clear();
+  while (true) {
+    ASSIGN_OR_RETURN(has_row, select.step());
+    if (!has_row) return absl::OkStatus();
+    job.workers.push_back(select.column_text(0));
+  }
+}
+
+absl::StatusOr<JobRecord> read_stored_job(SqliteDb& db, std::string_view id) {
+  ASSIGN_OR_RETURN(select, db.prepare(std::string(kJobColumns) + "WHERE id = ?"));
+  select.bind(1, id);
+  ASSIGN_OR_RETURN(has_row, select.step());
+  if (!has_row) return absl::NotFoundError("no job with id '" + std::string(id) + "'");
+  JobRecord job = read_job(select);
+  RETURN_IF_ERROR(fill_workers(db, job));
+  return job;
+}
+
 // Stores the needs and the resolved spec of each queued or running job
 // stored before they had columns, parsing its YAML this once. A spec that
 // no longer parses keeps none; the scheduler says so on the job.
@@ -195,8 +218,10 @@ absl::StatusOr<std::unique_ptr<JobDatabase>> JobDatabase::open(const std::string
     return absl::InternalError("cannot stat the job database " + path + ": " +
                                std::strerror(errno));
   }
-  return std::unique_ptr<JobDatabase>(new JobDatabase(
-      std::move(db), options, {path, uint64_t(opened.st_dev), uint64_t(opened.st_ino)}));
+  ASSIGN_OR_RETURN(reader, SqliteDb::open(path));
+  return std::unique_ptr<JobDatabase>(
+      new JobDatabase(std::move(db), std::move(reader), options,
+                      {path, uint64_t(opened.st_dev), uint64_t(opened.st_ino)}));
 }
 
 absl::Status JobDatabase::check_file_locked() {
@@ -224,9 +249,9 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
   const std::string id = random_id("", 16);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
   static const std::string kInsert = [] {
-    std::vector<const char*> columns = {"id",      "name",       "state",      "spec_yaml", "steps",
-                                        "attempt", "message",    "created_ms", "updated_ms",
-                                        "spec_json"};
+    std::vector<const char*> columns = {"id",         "name",     "state",   "spec_yaml",
+                                        "steps",      "attempt",  "message", "created_ms",
+                                        "updated_ms", "spec_json"};
     columns.insert(columns.end(), std::begin(kNeedsColumnNames), std::end(kNeedsColumnNames));
     return insert_job(columns);
   }();
@@ -244,41 +269,19 @@ absl::StatusOr<JobRecord> JobDatabase::create_job(std::string_view name, std::st
   RETURN_IF_ERROR(bind_needs(insert, needs).run());
   RETURN_IF_ERROR(add_event_locked(id, v1::JOB_STATE_QUEUED, "submitted", now));
   RETURN_IF_ERROR(tx.commit());
-  absl::StatusOr<JobRecord> job = get_job_locked(id);
+  absl::StatusOr<JobRecord> job = read_stored_job(*db_, id);
   lock.Release();
   notify_job_changed(id);
   return job;
 }
 
 absl::StatusOr<JobRecord> JobDatabase::get_job(std::string_view id) {
-  absl::MutexLock lock(&mu_);
-  return get_job_locked(id);
+  absl::MutexLock lock(&read_mu_);
+  return read_stored_job(*reader_, id);
 }
 
 void JobDatabase::notify_job_changed(std::string_view id) {
   if (JobDatabaseListener* listener = listener_.load()) listener->job_changed(std::string(id));
-}
-
-absl::Status JobDatabase::fill_workers_locked(JobRecord& job) {
-  ASSIGN_OR_RETURN(select, db_->prepare("SELECT worker_id FROM assignments WHERE job_id = ? "
-                                        "AND attempt = ? ORDER BY rank"));
-  select.bind(1, job.id).bind(2, job.attempt);
-  job.workers.clear();
-  while (true) {
-    ASSIGN_OR_RETURN(has_row, select.step());
-    if (!has_row) return absl::OkStatus();
-    job.workers.push_back(select.column_text(0));
-  }
-}
-
-absl::StatusOr<JobRecord> JobDatabase::get_job_locked(std::string_view id) {
-  ASSIGN_OR_RETURN(select, db_->prepare(std::string(kJobColumns) + "WHERE id = ?"));
-  select.bind(1, id);
-  ASSIGN_OR_RETURN(has_row, select.step());
-  if (!has_row) return absl::NotFoundError("no job with id '" + std::string(id) + "'");
-  JobRecord job = read_job(select);
-  RETURN_IF_ERROR(fill_workers_locked(job));
-  return job;
 }
 
 absl::StatusOr<std::vector<ListedJob>> JobDatabase::list_jobs(const JobListing& listing) {
@@ -290,25 +293,24 @@ absl::StatusOr<std::vector<ListedJob>> JobDatabase::list_jobs(const JobListing& 
     }
     where += ")";
   }
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(select,
-                   db_->prepare(select_jobs(/*with_texts=*/false, /*with_needs=*/true,
-                                            "rowid AS listed_rowid") +
-                                where + " ORDER BY rowid DESC LIMIT ?"));
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(select, reader_->prepare(select_jobs(/*with_texts=*/false, /*with_needs=*/true,
+                                                        "rowid AS listed_rowid") +
+                                            where + " ORDER BY rowid DESC LIMIT ?"));
   select.bind(1, listing.before > 0 ? listing.before : std::numeric_limits<int64_t>::max())
       .bind(2, listing.limit);
   ASSIGN_OR_RETURN(jobs, read_rows(select, [](const SqliteStatement& row) {
                      return ListedJob{read_job(row), row.column_int64("listed_rowid")};
                    }));
-  for (ListedJob& listed : jobs) RETURN_IF_ERROR(fill_workers_locked(listed.job));
+  for (ListedJob& listed : jobs) RETURN_IF_ERROR(fill_workers(*reader_, listed.job));
   return jobs;
 }
 
 absl::StatusOr<std::optional<JobNeeds>> JobDatabase::stored_needs(std::string_view id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(select, db_->prepare(select_jobs(/*with_texts=*/false, /*with_needs=*/true,
-                                                    "spec_json IS NOT NULL AS has_spec") +
-                                        "WHERE id = ?"));
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(select, reader_->prepare(select_jobs(/*with_texts=*/false, /*with_needs=*/true,
+                                                        "spec_json IS NOT NULL AS has_spec") +
+                                            "WHERE id = ?"));
   select.bind(1, id);
   ASSIGN_OR_RETURN(has_row, select.step());
   if (!has_row) return absl::NotFoundError("no job with id '" + std::string(id) + "'");
@@ -317,26 +319,26 @@ absl::StatusOr<std::optional<JobNeeds>> JobDatabase::stored_needs(std::string_vi
 }
 
 absl::StatusOr<std::vector<JobRecord>> JobDatabase::list_active_jobs() {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(jobs, select_rows(*db_,
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(jobs, select_rows(*reader_,
                                      select_jobs(/*with_texts=*/false, /*with_needs=*/false) +
                                          "WHERE state IN (" + kActiveStates + ") ORDER BY rowid",
                                      "", read_job));
   for (JobRecord& job : jobs) {
-    if (job.attempt > 0) RETURN_IF_ERROR(fill_workers_locked(job));  // never started: none
+    if (job.attempt > 0) RETURN_IF_ERROR(fill_workers(*reader_, job));  // never started: none
   }
   return jobs;
 }
 
 absl::StatusOr<std::map<v1::JobState, int64_t>> JobDatabase::count_jobs_by_state() {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(rows, select_rows(*db_,
-                                     "SELECT state, COUNT(*) AS jobs FROM jobs GROUP BY state", "",
-                                     [](const SqliteStatement& row) {
-                                       return std::make_pair(
-                                           static_cast<v1::JobState>(row.column_int64("state")),
-                                           row.column_int64("jobs"));
-                                     }));
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(
+      rows, select_rows(*reader_, "SELECT state, COUNT(*) AS jobs FROM jobs GROUP BY state", "",
+                        [](const SqliteStatement& row) {
+                          return std::make_pair(
+                              static_cast<v1::JobState>(row.column_int64("state")),
+                              row.column_int64("jobs"));
+                        }));
   return std::map<v1::JobState, int64_t>(rows.begin(), rows.end());
 }
 
@@ -346,7 +348,7 @@ absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobSt
   absl::ReleasableMutexLock lock(&mu_);
   const int64_t now = now_unix_ms();
   ASSIGN_OR_RETURN(tx, begin_write_locked());
-  ASSIGN_OR_RETURN(job, get_job_locked(id));
+  ASSIGN_OR_RETURN(job, read_stored_job(*db_, id));
   if (!is_legal_transition(job.state, to)) {
     return absl::FailedPreconditionError("job '" + job.id + "' is " + v1::JobState_Name(job.state) +
                                          ", it cannot become " + v1::JobState_Name(to));
@@ -393,7 +395,7 @@ absl::StatusOr<JobRecord> JobDatabase::transition(std::string_view id, v1::JobSt
   }
   RETURN_IF_ERROR(add_event_locked(id, to, message, now));
   RETURN_IF_ERROR(tx.commit());
-  absl::StatusOr<JobRecord> changed = get_job_locked(id);
+  absl::StatusOr<JobRecord> changed = read_stored_job(*db_, id);
   lock.Release();
   notify_job_changed(id);
   return changed;
@@ -443,16 +445,16 @@ absl::Status JobDatabase::add_event_locked(std::string_view id, v1::JobState sta
 }
 
 absl::StatusOr<std::vector<JobEventRecord>> JobDatabase::events(std::string_view id) {
-  absl::MutexLock lock(&mu_);
-  return select_rows(*db_,
+  absl::MutexLock lock(&read_mu_);
+  return select_rows(*reader_,
                      "SELECT unix_ms, state, message FROM events "
                      "WHERE job_id = ? ORDER BY seq",
                      id, read_event);
 }
 
 absl::StatusOr<std::vector<AttemptRecord>> JobDatabase::attempts(std::string_view id) {
-  absl::MutexLock lock(&mu_);
-  return select_rows(*db_,
+  absl::MutexLock lock(&read_mu_);
+  return select_rows(*reader_,
                      "SELECT attempt, started_ms, ended_ms, outcome "
                      "FROM attempts WHERE job_id = ? ORDER BY attempt",
                      id, read_attempt);
@@ -462,7 +464,7 @@ absl::Status JobDatabase::append_log(std::string_view id, int32_t attempt, int32
                                      std::string_view text) {
   absl::ReleasableMutexLock lock(&mu_);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
-  RETURN_IF_ERROR(get_job_locked(id).status());
+  RETURN_IF_ERROR(read_stored_job(*db_, id).status());
   LogRecord line{attempt, rank, now_unix_ms(), std::string(text)};
   ASSIGN_OR_RETURN(previous,
                    db_->prepare("SELECT COALESCE(MAX(seq), 0) FROM logs WHERE job_id = ?"));
@@ -488,9 +490,9 @@ absl::Status JobDatabase::append_log(std::string_view id, int32_t attempt, int32
 
 absl::StatusOr<std::vector<LogRecord>> JobDatabase::logs(std::string_view id, int64_t after_seq,
                                                          int64_t limit) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(select, db_->prepare("SELECT attempt, rank, unix_ms, text, seq FROM logs "
-                                        "WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?"));
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(select, reader_->prepare("SELECT attempt, rank, unix_ms, text, seq FROM logs "
+                                            "WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?"));
   select.bind(1, id).bind(2, after_seq).bind(3, limit);
   return read_rows(select, read_log);
 }
@@ -503,18 +505,18 @@ absl::StatusOr<int64_t> JobDatabase::delete_finished_jobs(const FinishedJobReten
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(tx, begin_write_locked());
   // The newest keep_newest finished jobs stay; past them, every one goes.
-  ASSIGN_OR_RETURN(select,
-                   db_->prepare("SELECT id FROM jobs WHERE state IN (" + finished +
-                                ") AND (updated_ms < ?1 OR rowid <= (SELECT rowid FROM jobs WHERE "
-                                "state IN (" + finished +
-                                ") ORDER BY rowid DESC LIMIT 1 OFFSET ?2)) ORDER BY rowid LIMIT ?3"));
+  ASSIGN_OR_RETURN(
+      select,
+      db_->prepare("SELECT id FROM jobs WHERE state IN (" + finished +
+                   ") AND (updated_ms < ?1 OR rowid <= (SELECT rowid FROM jobs WHERE "
+                   "state IN (" +
+                   finished + ") ORDER BY rowid DESC LIMIT 1 OFFSET ?2)) ORDER BY rowid LIMIT ?3"));
   select.bind(1, retention.ended_before_unix_ms)
-      .bind(2, retention.keep_newest > 0 ? retention.keep_newest
-                                         : std::numeric_limits<int64_t>::max())
+      .bind(2,
+            retention.keep_newest > 0 ? retention.keep_newest : std::numeric_limits<int64_t>::max())
       .bind(3, max_rows);
-  ASSIGN_OR_RETURN(ids, read_rows(select, [](const SqliteStatement& row) {
-                     return row.column_text(0);
-                   }));
+  ASSIGN_OR_RETURN(
+      ids, read_rows(select, [](const SqliteStatement& row) { return row.column_text(0); }));
   int64_t rows = 0;
   for (const std::string& id : ids) {
     // A job's log may hold thousands of lines: at most what is left of
@@ -529,8 +531,8 @@ absl::StatusOr<int64_t> JobDatabase::delete_finished_jobs(const FinishedJobReten
     if (changes.column_int64(0) == left) break;  // lines may be left: a later call
     for (const char* table : {"events", "attempts", "assignments", "jobs"}) {
       const std::string column = std::string_view(table) == "jobs" ? "id" : "job_id";
-      ASSIGN_OR_RETURN(remove,
-                       db_->prepare("DELETE FROM " + std::string(table) + " WHERE " + column + " = ?"));
+      ASSIGN_OR_RETURN(
+          remove, db_->prepare("DELETE FROM " + std::string(table) + " WHERE " + column + " = ?"));
       RETURN_IF_ERROR(remove.bind(1, id).run());
     }
     if (++rows >= max_rows) break;
@@ -540,9 +542,9 @@ absl::StatusOr<int64_t> JobDatabase::delete_finished_jobs(const FinishedJobReten
 }
 
 absl::StatusOr<int64_t> JobDatabase::seq_before_last(std::string_view id, int64_t lines) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(select, db_->prepare("SELECT seq FROM logs WHERE job_id = ? "
-                                        "ORDER BY seq DESC LIMIT 1 OFFSET ?"));
+  absl::MutexLock lock(&read_mu_);
+  ASSIGN_OR_RETURN(select, reader_->prepare("SELECT seq FROM logs WHERE job_id = ? "
+                                            "ORDER BY seq DESC LIMIT 1 OFFSET ?"));
   select.bind(1, id).bind(2, lines);
   ASSIGN_OR_RETURN(has_row, select.step());
   return has_row ? select.column_int64(0) : 0;

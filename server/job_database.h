@@ -79,8 +79,7 @@ class JobDatabaseListener {
   // `line` was appended to the job's log after its line `previous_seq` (0:
   // its first): a listener told of two lines the other way round can tell
   // that one is missing.
-  virtual void log_appended(const std::string& id, const LogRecord& line,
-                            int64_t previous_seq) = 0;
+  virtual void log_appended(const std::string& id, const LogRecord& line, int64_t previous_seq) = 0;
 };
 
 // What a transition records besides the state and message.
@@ -94,7 +93,7 @@ struct TransitionDetails {
 // Which jobs list_jobs returns.
 struct JobListing {
   std::vector<v1::JobState> states;  // empty: every state
-  int64_t before = 0;  // only jobs stored before this position (0: from the newest)
+  int64_t before = 0;                // only jobs stored before this position (0: from the newest)
   int64_t limit = 100;
 };
 
@@ -113,9 +112,10 @@ struct JobDatabaseOptions {
   int64_t log_tail_lines = 10000;  // lines kept per job; older ones are dropped
 };
 
-// Thread safe. Errors of SQLite itself are INTERNAL, or UNAVAILABLE when
-// the database is busy or locked (worth retrying). Every write is refused
-// with DATA_LOSS once the database file was deleted or replaced.
+// Thread safe; reads never wait for a write. Errors of SQLite itself are
+// INTERNAL, or UNAVAILABLE when the database is busy or locked (worth
+// retrying). Every write is refused with DATA_LOSS once the database file
+// was deleted or replaced.
 class JobDatabase {
  public:
   // Opens (creating if needed) the store at `path`, migrated to this
@@ -208,8 +208,9 @@ class JobDatabase {
     uint64_t inode = 0;
   };
 
-  JobDatabase(std::unique_ptr<SqliteDb> db, const JobDatabaseOptions& options, FileIdentity file)
-      : db_(std::move(db)), options_(options), file_(std::move(file)) {}
+  JobDatabase(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> reader,
+              const JobDatabaseOptions& options, FileIdentity file)
+      : db_(std::move(db)), reader_(std::move(reader)), options_(options), file_(std::move(file)) {}
 
   // DATA_LOSS once the database file was deleted or replaced
   // while open: SQLite would go on writing to the unlinked file, and every
@@ -219,8 +220,6 @@ class JobDatabase {
   // check_file_locked, then a write transaction.
   absl::StatusOr<SqliteTransaction> begin_write_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::StatusOr<JobRecord> get_job_locked(std::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status fill_workers_locked(JobRecord& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `sql` (parameters: 1 the value, 2 the time, 3 the id) on one job.
   absl::Status update_column_locked(std::string_view sql, std::string_view value,
                                     std::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -231,8 +230,13 @@ class JobDatabase {
   absl::Status add_event_locked(std::string_view id, v1::JobState state, std::string_view message,
                                 int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Writes go through db_; reads through reader_, a second connection, so
+  // that a write waiting out another process's lock (up to the busy
+  // timeout) holds up no reader: in WAL mode readers never wait for it.
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex read_mu_;
+  std::unique_ptr<SqliteDb> reader_ ABSL_GUARDED_BY(read_mu_);
   const JobDatabaseOptions options_;
   const FileIdentity file_;
   std::atomic<JobDatabaseListener*> listener_ = nullptr;

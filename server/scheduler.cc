@@ -1,6 +1,8 @@
 // Why: see scheduler.h. One lock guards workers and attempts, so each
-// decision sees both consistently; the store, the outbox and the rendezvous
-// store are called under it (their locks are always taken after this one).
+// decision sees both consistently; the outbox and the rendezvous store
+// (memory only) are called under it, their locks always taken after this
+// one. The store never is: the scheduling thread reads it before taking
+// the lock and commits the queued writes after releasing it.
 #include "server/scheduler.h"
 
 #include <time.h>
@@ -9,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <set>
 
 #include "engine/common/error.h"
@@ -50,6 +53,15 @@ bool is_final_outcome(v1::TaskOutcome outcome) {
          outcome == v1::TASK_OUTCOME_CANCELLED || outcome == v1::TASK_OUTCOME_PREEMPTED;
 }
 
+// Rank `rank` of attempt `attempt` of `job_id`, as a worker holds it.
+v1::RunningTask rank_task(const std::string& job_id, int32_t attempt, size_t rank) {
+  v1::RunningTask task;
+  task.set_job_id(job_id);
+  task.set_attempt(attempt);
+  task.set_rank(int32_t(rank));
+  return task;
+}
+
 std::string describe_rank(int rank, const std::string& worker_id) {
   return "rank " + std::to_string(rank) + " on worker " + worker_id;
 }
@@ -57,7 +69,6 @@ std::string describe_rank(int rank, const std::string& worker_id) {
 absl::Status wrong_secret(const std::string& worker_id) {
   return absl::PermissionDeniedError("wrong credentials for worker '" + worker_id + "'");
 }
-
 
 // A rank stepping no more for this many of its recent step times (and at
 // least the stall timeout) is hung: evaluation and checkpoints take a few.
@@ -85,15 +96,14 @@ Scheduler::Scheduler(JobDatabase* database, WorkerSecrets* secrets, RendezvousSt
       options_(std::move(options)) {}
 
 absl::Status Scheduler::start() {
-  absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_active_jobs();
+  absl::StatusOr<std::vector<JobRecord>> jobs = read_active_jobs();
   if (!jobs.ok()) return jobs.status();
   {
     absl::MutexLock lock(&mu_);
-    if (absl::Status needs = fill_needs_locked(*jobs); !needs.ok()) return needs;
     // Agents retry and their channels reconnect within net::kReconnectCap,
     // so a live worker is back within one timeout plus the margin.
-    const int64_t deadline = now_unix_ms() + options_.worker_timeout.count() +
-                             net::kRestartReconnectMargin.count();
+    const int64_t deadline =
+        now_unix_ms() + options_.worker_timeout.count() + net::kRestartReconnectMargin.count();
     for (const JobRecord& job : *jobs) {
       if (job.state != v1::JOB_STATE_RUNNING && job.state != v1::JOB_STATE_PREEMPTED) continue;
       Attempt& attempt = running_[job.id];
@@ -134,18 +144,86 @@ int Scheduler::heartbeat_interval_ms() const {
 
 void Scheduler::run() {
   // Timeouts are checked a few times per worker timeout; changes wake the
-  // loop at once through dirty_.
+  // loop at once through dirty_, and queued writes through writes_ (those
+  // alone are committed without a pass).
   const absl::Duration tick =
       absl::Milliseconds(std::clamp<int64_t>(options_.worker_timeout.count() / 10, 20, 1000));
-  absl::MutexLock lock(&mu_);
-  while (!stopping_) {
-    dirty_ = false;
+  absl::Time next_pass = absl::InfinitePast();
+  while (true) {
+    bool pass = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithDeadline(absl::Condition(this, &Scheduler::should_wake), next_pass);
+      if (stopping_) break;
+      pass = dirty_ || absl::Now() >= next_pass;
+      if (pass) dirty_ = false;  // before the read: a change during it wakes another pass
+    }
+    if (!pass) {
+      commit_writes();
+      continue;
+    }
+    next_pass = absl::Now() + tick;
     const double cpu_before = thread_cpu_seconds();
-    tick_locked();
-    schedule_locked();
+    const absl::StatusOr<std::vector<JobRecord>> jobs = read_active_jobs();
+    {
+      absl::MutexLock lock(&mu_);
+      tick_locked();
+      if (jobs.ok()) schedule_locked(*jobs);
+    }
+    commit_writes();
     metrics_->scheduler_pass(thread_cpu_seconds() - cpu_before);
-    mu_.AwaitWithTimeout(absl::Condition(this, &Scheduler::should_wake), tick);
   }
+  commit_writes();  // what was decided before the stop
+}
+
+void Scheduler::queue_write_locked(StoreWrite write) { writes_.push_back(std::move(write)); }
+
+void Scheduler::commit_writes() {
+  while (true) {
+    StoreWrite write;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writes_.empty()) return;
+      write = std::move(writes_.front());
+      writes_.pop_front();
+    }
+    const absl::Status status = write.commit();
+    if (write.then) {
+      absl::MutexLock lock(&mu_);
+      write.then(status);
+    }
+  }
+}
+
+void Scheduler::queue_message_locked(const std::string& job_id, const std::string& message) {
+  queue_write_locked({.commit = [database = database_, job_id, message] {
+    return database->set_message(job_id, message);
+  }});
+}
+
+absl::StatusOr<std::vector<JobRecord>> Scheduler::read_active_jobs() {
+  absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_active_jobs();
+  if (!jobs.ok()) return jobs.status();
+  std::vector<std::string> unknown;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const JobRecord& job : *jobs) {
+      if (!needs_.contains(job.id)) unknown.push_back(job.id);
+    }
+  }
+  std::map<std::string, std::optional<JobNeeds>> read;
+  for (const std::string& id : unknown) {
+    absl::StatusOr<std::optional<JobNeeds>> stored = database_->stored_needs(id);
+    if (!stored.ok()) return stored.status();
+    read.emplace(id, std::move(*stored));
+  }
+  absl::MutexLock lock(&mu_);
+  for (JobRecord& job : *jobs) {
+    auto known = needs_.find(job.id);
+    if (known == needs_.end()) known = needs_.emplace(job.id, read[job.id]).first;
+    job.needs = known->second;
+  }
+  return jobs;
 }
 
 void Scheduler::tick_locked() {
@@ -165,10 +243,9 @@ void Scheduler::tick_locked() {
   std::vector<std::pair<std::string, std::string>> to_fail;  // job id, cause
   for (auto& [job_id, attempt] : running_) {
     if (attempt.step_changed_ms == 0 && !attempt.ending && now > attempt.first_step_due_ms) {
-      to_fail.emplace_back(
-          job_id, "made no progress: rank 0 reported no step within " +
-                      std::to_string(options_.first_step_timeout.count() / 1000) +
-                      " s of the attempt's start (--first-step-timeout-seconds)");
+      to_fail.emplace_back(job_id, "made no progress: rank 0 reported no step within " +
+                                       std::to_string(options_.first_step_timeout.count() / 1000) +
+                                       " s of the attempt's start (--first-step-timeout-seconds)");
       continue;
     }
     const double stall_ms =
@@ -178,7 +255,7 @@ void Scheduler::tick_locked() {
       std::snprintf(detail, sizeof(detail), " for %.0f s (its recent step time: %.3g s)",
                     double(now - attempt.step_changed_ms) / 1e3, attempt.step_ms / 1e3);
       to_fail.emplace_back(job_id, "made no progress: rank 0 reported no step after step " +
-                                        std::to_string(attempt.progress.step()) + detail);
+                                       std::to_string(attempt.progress.step()) + detail);
       continue;
     }
     if (attempt.recover_until_ms == 0) continue;
@@ -188,9 +265,9 @@ void Scheduler::tick_locked() {
     if (missing == attempt.ranks.end()) {
       attempt.recover_until_ms = 0;
     } else if (now >= attempt.recover_until_ms) {
-      to_fail.emplace_back(
-          job_id, describe_rank(int(missing - attempt.ranks.begin()), missing->worker_id) +
-                      " did not come back after the coordinator restarted");
+      to_fail.emplace_back(job_id,
+                           describe_rank(int(missing - attempt.ranks.begin()), missing->worker_id) +
+                               " did not come back after the coordinator restarted");
     }
   }
   for (const auto& [job_id, cause] : to_fail) fail_attempt_locked(job_id, cause);
@@ -205,11 +282,10 @@ void Scheduler::tick_locked() {
                                      std::to_string(options_.preempt_grace.count() / 1000) +
                                      " s and were stopped; it resumes from its last checkpoint");
   }
-  std::vector<std::string> ending;
+  // Endings whose write failed (a locked database) are tried again.
   for (const auto& [job_id, attempt] : running_) {
-    if (attempt.ending) ending.push_back(job_id);
+    if (attempt.ending && !attempt.ending->queued) commit_ending_locked(job_id);
   }
-  for (const std::string& job_id : ending) commit_ending_locked(job_id);
 }
 
 void Scheduler::forget_ended_jobs_locked(const std::vector<JobRecord>& active) {
@@ -221,27 +297,12 @@ void Scheduler::forget_ended_jobs_locked(const std::vector<JobRecord>& active) {
   std::erase_if(needs_, ended);
 }
 
-absl::Status Scheduler::fill_needs_locked(std::vector<JobRecord>& jobs) {
-  for (JobRecord& job : jobs) {
-    auto known = needs_.find(job.id);
-    if (known == needs_.end()) {
-      absl::StatusOr<std::optional<JobNeeds>> stored = database_->stored_needs(job.id);
-      if (!stored.ok()) return stored.status();
-      known = needs_.emplace(job.id, std::move(*stored)).first;
-    }
-    job.needs = known->second;
-  }
-  return absl::OkStatus();
-}
-
-void Scheduler::schedule_locked() {
-  absl::StatusOr<std::vector<JobRecord>> jobs = database_->list_active_jobs();
-  if (!jobs.ok() || !fill_needs_locked(*jobs).ok()) return;
-  forget_ended_jobs_locked(*jobs);
+void Scheduler::schedule_locked(const std::vector<JobRecord>& jobs) {
+  forget_ended_jobs_locked(jobs);
   std::vector<QueuedJob> queued;
   std::map<std::string, const JobRecord*> by_id;
-  for (const JobRecord& job : *jobs) {
-    if (job.state != v1::JOB_STATE_QUEUED) continue;
+  for (const JobRecord& job : jobs) {
+    if (job.state != v1::JOB_STATE_QUEUED || running_.contains(job.id)) continue;
     std::string message;
     if (!job.needs) {
       message = "the stored spec no longer parses";
@@ -253,7 +314,7 @@ void Scheduler::schedule_locked() {
       }
     }
     if (!message.empty()) {
-      if (job.message != message) database_->set_message(job.id, message).IgnoreError();
+      if (job.message != message) queue_message_locked(job.id, message);
       continue;
     }
     queued.push_back({job.id, *job.needs});
@@ -267,7 +328,7 @@ void Scheduler::schedule_locked() {
   std::vector<const v1::Worker*> workers;
   for (const WorkerEntry* entry : entries) workers.push_back(&entry->worker);
   std::vector<Placement> placements = place_jobs(queued, workers);
-  preempt_for_waiting_locked(*jobs, queued, placements, workers);
+  preempt_for_waiting_locked(jobs, queued, placements, workers);
   for (const Placement& placement : placements) {
     const JobRecord& job = *by_id.at(placement.job_id);
     if (!placement.workers.empty()) {
@@ -278,7 +339,7 @@ void Scheduler::schedule_locked() {
       continue;
     }
     const std::string message = placement.wait_reason + after_failure_locked(job.id);
-    if (job.message != message) database_->set_message(job.id, message).IgnoreError();
+    if (job.message != message) queue_message_locked(job.id, message);
   }
 }
 
@@ -291,7 +352,10 @@ void Scheduler::preempt_for_waiting_locked(const std::vector<JobRecord>& active,
   std::vector<RunningJob> running;
   for (const JobRecord& record : active) {
     const auto attempt = running_.find(record.id);
-    if (!record.needs || attempt == running_.end() || attempt->second.ending) continue;
+    if (!record.needs || attempt == running_.end() || attempt->second.ending ||
+        attempt->second.placing) {
+      continue;
+    }
     RunningJob entry{.id = record.id,
                      .priority = record.needs->priority,
                      .preemptible = record.needs->preemptible,
@@ -336,22 +400,40 @@ void Scheduler::preempt_locked(const std::string& job_id, const std::string& wai
   Attempt& attempt = running_.at(job_id);
   const std::string reason =
       "preempted for job " + waiting + " (priority " + std::to_string(priority) + ")";
-  if (!database_
-           ->transition(job_id, v1::JOB_STATE_PREEMPTED,
-                        reason + ": checkpointing at the next step boundary, then stopping")
-           .ok()) {
-    return;
-  }
-  metrics_->job_preempted();
+  // Stopping from now on, so that no pass preempts it again; its ranks are
+  // asked once the store says PREEMPTED.
   attempt.preempt_deadline_ms = now_unix_ms() + options_.preempt_grace.count();
   attempt.preempted_for = reason;
-  for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
-    v1::TaskCommand command;
-    command.mutable_preempt()->set_job_id(job_id);
-    command.mutable_preempt()->set_attempt(attempt.attempt);
-    command.mutable_preempt()->set_reason(reason);
-    outbox_->send(attempt.ranks[rank].worker_id, std::move(command));
-  }
+  const int32_t number = attempt.attempt;
+  queue_write_locked(
+      {.commit =
+           [database = database_, job_id, reason] {
+             return database
+                 ->transition(job_id, v1::JOB_STATE_PREEMPTED,
+                              reason + ": checkpointing at the next step boundary, then stopping")
+                 .status();
+           },
+       .then =
+           [this, job_id, number, reason](const absl::Status& status) {
+             const auto it = running_.find(job_id);
+             if (it == running_.end() || it->second.attempt != number) return;
+             Attempt& attempt = it->second;
+             if (!status.ok()) {  // still RUNNING: a later pass may try again
+               attempt.preempt_deadline_ms = 0;
+               attempt.preempted_for.clear();
+               dirty_ = true;
+               return;
+             }
+             metrics_->job_preempted();
+             if (attempt.ending) return;  // a rank ended meanwhile: the ending stops the rest
+             for (const Rank& rank : attempt.ranks) {
+               v1::TaskCommand command;
+               command.mutable_preempt()->set_job_id(job_id);
+               command.mutable_preempt()->set_attempt(number);
+               command.mutable_preempt()->set_reason(reason);
+               outbox_->send(rank.worker_id, std::move(command));
+             }
+           }});
 }
 
 void Scheduler::end_preempted_locked(const std::string& job_id, const std::string& how) {
@@ -364,59 +446,120 @@ void Scheduler::end_preempted_locked(const std::string& job_id, const std::strin
 void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
                                      const plan::RankConfiguration& configuration,
                                      const std::vector<WorkerEntry*>& workers) {
-  TransitionDetails details;
-  for (WorkerEntry* worker : workers) details.workers.push_back(worker->worker.id());
-  const absl::StatusOr<JobRecord> stored = database_->get_job(job.id);  // with its spec
-  if (!stored.ok()) return;
-  std::string spec_json = stored->spec_json;
-  try {
-    const config::JobSpec spec = config::job_spec_from_json(parse_json(stored->spec_json));
-    if (spec.auto_keys.any()) {
-      details.configuration = plan::describe_auto(configuration.choice, spec.auto_keys);
-      spec_json =
-          dump_json(config::job_spec_to_json(plan::with_choice(spec, configuration.choice)));
-    }
-  } catch (const EngineError& e) {  // validated at submit: only a damaged store gets here
-    database_->set_message(job.id, std::string("the stored spec no longer parses: ") + e.what())
-        .IgnoreError();
-    return;
-  }
-  const absl::StatusOr<std::vector<JobEventRecord>> events = database_->events(job.id);
-  const absl::StatusOr<JobRecord> started = database_->transition(
-      job.id, v1::JOB_STATE_RUNNING,
-      "started on " + std::to_string(workers.size()) + " worker" +
-          (workers.size() == 1 ? "" : "s") +
-          (details.configuration.empty() ? "" : " with " + details.configuration + " (auto)") +
-          after_failure_locked(job.id),
-      details);
-  if (!started.ok()) return;
-  const int64_t now = now_unix_ms();
-  if (events.ok() && !events->empty()) metrics_->job_started((now - events->back().unix_ms) / 1e3);
-
+  const int32_t number = job.attempt + 1;  // what its move to RUNNING makes it
   Attempt& attempt = running_[job.id];
-  attempt = Attempt{.attempt = started->attempt,
+  attempt = Attempt{.attempt = number,
+                    .placing = true,
                     .max_restarts = needs.max_restarts,
-                    .started_ms = now,
-                    .first_step_due_ms = now + options_.first_step_timeout.count()};
+                    .first_step_due_ms = std::numeric_limits<int64_t>::max()};
+  TransitionDetails details;
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     WorkerEntry& worker = *workers[rank];
+    details.workers.push_back(worker.worker.id());
     attempt.ranks.push_back({.worker_id = worker.worker.id()});
+    // No other job gets it meanwhile.
+    WorkerRegistry::assign(worker, rank_task(job.id, number, rank));
+  }
+  // Filled by the commit (outside the lock), read by what follows it.
+  struct Started {
+    std::string spec_json;
+    double queued_seconds = -1;  // since its latest event; < 0: unknown
+  };
+  auto started = std::make_shared<Started>();
+  queue_write_locked(
+      {.commit = [database = database_, job_id = job.id, number, choice = configuration.choice,
+                  details, started,
+                  after_failure = after_failure_locked(job.id)]() mutable -> absl::Status {
+         const absl::StatusOr<JobRecord> stored = database->get_job(job_id);  // with its spec
+         if (!stored.ok()) return stored.status();
+         started->spec_json = stored->spec_json;
+         try {
+           const config::JobSpec spec = config::job_spec_from_json(parse_json(stored->spec_json));
+           if (spec.auto_keys.any()) {
+             details.configuration = plan::describe_auto(choice, spec.auto_keys);
+             started->spec_json =
+                 dump_json(config::job_spec_to_json(plan::with_choice(spec, choice)));
+           }
+         } catch (const EngineError& e) {  // validated at submit: only a damaged store
+           const std::string message = std::string("the stored spec no longer parses: ") + e.what();
+           database->set_message(job_id, message).IgnoreError();
+           return absl::FailedPreconditionError(message);
+         }
+         const absl::StatusOr<std::vector<JobEventRecord>> events = database->events(job_id);
+         const size_t count = details.workers.size();
+         absl::StatusOr<JobRecord> moved = database->transition(
+             job_id, v1::JOB_STATE_RUNNING,
+             "started on " + std::to_string(count) + " worker" + (count == 1 ? "" : "s") +
+                 (details.configuration.empty() ? ""
+                                                : " with " + details.configuration + " (auto)") +
+                 after_failure,
+             details);
+         if (!moved.ok()) return moved.status();
+         if (events.ok() && !events->empty())
+           started->queued_seconds = (now_unix_ms() - events->back().unix_ms) / 1e3;
+         if (moved->attempt != number) {  // another coordinator wrote the store meanwhile
+           return absl::AbortedError("job " + job_id + " started as attempt " +
+                                     std::to_string(moved->attempt) + ", not " +
+                                     std::to_string(number));
+         }
+         return absl::OkStatus();
+       },
+       .then =
+           [this, job_id = job.id, number, started,
+            min_loss_scale = needs.min_loss_scale](const absl::Status& status) {
+             const auto it = running_.find(job_id);
+             if (it == running_.end() || it->second.attempt != number || !it->second.placing) {
+               return;  // cancelled meanwhile: its workers were freed then
+             }
+             Attempt& attempt = it->second;
+             if (!status.ok()) {  // still QUEUED (or gone): let its workers go
+               for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
+                 WorkerEntry* worker = workers_.find(attempt.ranks[rank].worker_id);
+                 // Unless an ending freed it already (a worker lost meanwhile).
+                 if (worker != nullptr && worker->worker.has_task() &&
+                     same_task(worker->worker.task(), rank_task(job_id, number, rank))) {
+                   WorkerRegistry::release(*worker);
+                 }
+               }
+               running_.erase(it);
+               dirty_ = true;
+               return;
+             }
+             if (started->queued_seconds >= 0) metrics_->job_started(started->queued_seconds);
+             const int64_t now = now_unix_ms();
+             attempt.placing = false;
+             attempt.started_ms = now;
+             attempt.first_step_due_ms = now + options_.first_step_timeout.count();
+             if (attempt.ending) {  // a worker was lost meanwhile: the ending follows
+               commit_ending_locked(job_id);
+               return;
+             }
+             send_starts_locked(job_id, attempt, started->spec_json, min_loss_scale);
+           }});
+}
+
+void Scheduler::send_starts_locked(const std::string& job_id, const Attempt& attempt,
+                                   const std::string& spec_json,
+                                   std::optional<double> min_loss_scale) {
+  const std::string scope = rendezvous_scope(job_id, attempt.attempt);
+  rendezvous_->open_scope(scope, int64_t(attempt.ranks.size()));
+  for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
+    WorkerEntry* worker = workers_.find(attempt.ranks[rank].worker_id);
+    if (worker == nullptr) continue;  // forgotten meanwhile: its rank is missed by the tick
     v1::TaskCommand command;
     v1::Task& task = *command.mutable_start();
-    task.set_job_id(job.id);
-    task.set_attempt(started->attempt);
+    task.set_job_id(job_id);
+    task.set_attempt(attempt.attempt);
     task.set_rank(int32_t(rank));
-    task.set_world_size(int32_t(workers.size()));
+    task.set_world_size(int32_t(attempt.ranks.size()));
     task.set_spec_json(spec_json);
-    task.set_rendezvous_scope(rendezvous_scope(job.id, started->attempt));
-    task.set_checkpoint_dir((std::filesystem::path(options_.checkpoint_root) / job.id).string());
-    task.set_resume(started->attempt > 1);
+    task.set_rendezvous_scope(scope);
+    task.set_checkpoint_dir((std::filesystem::path(options_.checkpoint_root) / job_id).string());
+    task.set_resume(attempt.attempt > 1);
     task.set_data_root(options_.data_root);
-    if (needs.min_loss_scale) task.set_min_loss_scale(*needs.min_loss_scale);
-    task.set_threads(workers_.rank_threads(worker));
-    if (rank == 0) rendezvous_->open_scope(task.rendezvous_scope(), int64_t(workers.size()));
-    WorkerRegistry::assign(worker, v1::running_of(task));
-    outbox_->send(worker.worker.id(), std::move(command));
+    if (min_loss_scale) task.set_min_loss_scale(*min_loss_scale);
+    task.set_threads(workers_.rank_threads(*worker));
+    outbox_->send(worker->worker.id(), std::move(command));
   }
 }
 
@@ -453,15 +596,12 @@ void Scheduler::stop_ranks_locked(const std::string& job_id, const std::string& 
   for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
     WorkerEntry* worker = workers_.find(attempt.ranks[rank].worker_id);
     if (worker == nullptr || !worker->worker.has_task()) continue;
-    v1::RunningTask task;
-    task.set_job_id(job_id);
-    task.set_attempt(attempt.attempt);
-    task.set_rank(int32_t(rank));
-    if (!same_task(worker->worker.task(), task)) continue;
+    if (!same_task(worker->worker.task(), rank_task(job_id, attempt.attempt, rank))) continue;
     if (worker->worker.state() != v1::WORKER_STATE_LOST) {
       send_cancel_locked(worker->worker.id(), job_id, attempt.attempt, reason);
     }
-    if (free_workers_now || worker->worker.state() == v1::WORKER_STATE_LOST) {
+    // A rank of an attempt still placing was never told to start.
+    if (free_workers_now || attempt.placing || worker->worker.state() == v1::WORKER_STATE_LOST) {
       WorkerRegistry::release(*worker);
     } else {
       WorkerRegistry::stop(*worker, now_unix_ms() + options_.worker_timeout.count());
@@ -497,75 +637,96 @@ void Scheduler::succeed_locked(const std::string& job_id) {
   commit_ending_locked(job_id);
 }
 
-absl::Status Scheduler::record_ending_locked(const std::string& job_id, const Attempt& attempt) {
-  const Ending& ending = *attempt.ending;
-  if (ending.succeeded) {
-    TransitionDetails details;
-    details.summary_json = ending.summary_json;
-    return database_->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
-        .status();
-  }
-  if (ending.preempted) {
-    return database_
-        ->transition(job_id, v1::JOB_STATE_QUEUED, attempt.preempted_for + "; " + ending.cause)
-        .status();
-  }
-  const std::string failed =
-      "attempt " + std::to_string(attempt.attempt) + " failed: " + ending.cause;
-  if (!ending.spends_restart) {
-    const absl::Status requeued = database_
-                                      ->transition(job_id, v1::JOB_STATE_QUEUED,
-                                                   failed + "; requeued without spending a restart")
-                                      .status();
-    if (requeued.ok()) last_failure_[job_id] = failed;
-    return requeued;
-  }
-  const absl::StatusOr<JobRecord> job = database_->get_job(job_id);
-  if (!job.ok()) return job.status();
-  if (job->restarts >= attempt.max_restarts) {
-    return database_
-        ->transition(job_id, v1::JOB_STATE_FAILED,
-                     failed + "; no restarts left (retries.max_restarts: " +
-                         std::to_string(attempt.max_restarts) + ")")
-        .status();
-  }
-  const absl::Status requeued =
-      database_
-          ->transition(job_id, v1::JOB_STATE_QUEUED,
-                       failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
-                           std::to_string(attempt.max_restarts),
-                       TransitionDetails{.spends_restart = true})
-          .status();
-  if (requeued.ok()) {
-    metrics_->job_restarted();
-    last_failure_[job_id] = failed;
-    restart_at_ms_[job_id] = now_unix_ms() + restart_backoff_ms(job->restarts + 1);
-  }
-  return requeued;
-}
-
 void Scheduler::commit_ending_locked(const std::string& job_id) {
   Attempt& attempt = running_.at(job_id);
   Ending& ending = *attempt.ending;
-  absl::Status status = attempt.progress_stored ? absl::OkStatus()
-                                                : database_->set_progress(job_id, attempt.progress);
-  if (status.ok()) {
-    attempt.progress_stored = true;
-    status = record_ending_locked(job_id, attempt);
-  }
-  // A job that is no longer RUNNING (cancelled meanwhile) or gone has
-  // nothing left to record; any other error is retried by the tick.
-  const bool settled = status.ok() || status.code() == absl::StatusCode::kFailedPrecondition ||
-                       status.code() == absl::StatusCode::kNotFound;
-  if (settled && ending.succeeded) {
-    end_attempt_locked(job_id, "the job succeeded", /*free_workers_now=*/true);
-  } else if (settled) {
-    running_.erase(job_id);  // its ranks were stopped (failure) or stopped themselves
-  } else if (!ending.reported) {
-    ending.reported = true;
-    std::cerr << "mixtrain-coordinator: cannot record the end of job " << job_id << " yet ("
-              << status << "); retrying" << std::endl;
-  }
+  // An attempt still placing ends once its start committed (or did not).
+  if (attempt.placing || ending.queued) return;
+  ending.queued = true;
+  const std::string failed =
+      "attempt " + std::to_string(attempt.attempt) + " failed: " + ending.cause;
+  // Filled by the commit: the restart the job's requeue counted (0: none).
+  auto restart = std::make_shared<int32_t>(0);
+  std::optional<v1::Progress> progress;
+  if (!attempt.progress_stored) progress = attempt.progress;
+  queue_write_locked(
+      {.commit = [database = database_, job_id, ending, failed, progress, restart,
+                  max_restarts = attempt.max_restarts,
+                  preempted_for = attempt.preempted_for]() -> absl::Status {
+         if (progress) {
+           if (absl::Status stored = database->set_progress(job_id, *progress); !stored.ok())
+             return stored;
+         }
+         if (ending.succeeded) {
+           TransitionDetails details;
+           details.summary_json = ending.summary_json;
+           return database
+               ->transition(job_id, v1::JOB_STATE_SUCCEEDED, "every rank succeeded", details)
+               .status();
+         }
+         if (ending.preempted) {
+           return database
+               ->transition(job_id, v1::JOB_STATE_QUEUED, preempted_for + "; " + ending.cause)
+               .status();
+         }
+         if (!ending.spends_restart) {
+           return database
+               ->transition(job_id, v1::JOB_STATE_QUEUED,
+                            failed + "; requeued without spending a restart")
+               .status();
+         }
+         const absl::StatusOr<JobRecord> job = database->get_job(job_id);
+         if (!job.ok()) return job.status();
+         if (job->restarts >= max_restarts) {
+           return database
+               ->transition(job_id, v1::JOB_STATE_FAILED,
+                            failed + "; no restarts left (retries.max_restarts: " +
+                                std::to_string(max_restarts) + ")")
+               .status();
+         }
+         const absl::Status requeued =
+             database
+                 ->transition(job_id, v1::JOB_STATE_QUEUED,
+                              failed + "; restart " + std::to_string(job->restarts + 1) + " of " +
+                                  std::to_string(max_restarts),
+                              TransitionDetails{.spends_restart = true})
+                 .status();
+         if (requeued.ok()) *restart = job->restarts + 1;
+         return requeued;
+       },
+       .then =
+           [this, job_id, number = attempt.attempt, failed, restart](const absl::Status& status) {
+             const auto it = running_.find(job_id);
+             if (it == running_.end() || it->second.attempt != number || !it->second.ending) return;
+             Ending& ending = *it->second.ending;
+             ending.queued = false;
+             // A job that is no longer RUNNING (cancelled meanwhile) or gone has
+             // nothing left to record; any other error is retried by the tick.
+             const bool settled = status.ok() ||
+                                  status.code() == absl::StatusCode::kFailedPrecondition ||
+                                  status.code() == absl::StatusCode::kNotFound;
+             if (!settled) {
+               if (!ending.reported) {
+                 ending.reported = true;
+                 std::cerr << "mixtrain-coordinator: cannot record the end of job " << job_id
+                           << " yet (" << status << "); retrying" << std::endl;
+               }
+               return;
+             }
+             if (status.ok() && !ending.succeeded && !ending.preempted) {
+               last_failure_[job_id] = failed;
+               if (*restart > 0) {
+                 metrics_->job_restarted();
+                 restart_at_ms_[job_id] = now_unix_ms() + restart_backoff_ms(*restart);
+               }
+             }
+             if (ending.succeeded) {
+               end_attempt_locked(job_id, "the job succeeded", /*free_workers_now=*/true);
+             } else {
+               running_.erase(it);  // its ranks were stopped (failure) or stopped themselves
+             }
+             dirty_ = true;
+           }});
 }
 
 void Scheduler::drain_locked(WorkerEntry& worker, const v1::RunningTask& task) {
@@ -593,10 +754,14 @@ void Scheduler::task_vanished_locked(WorkerEntry& worker, const std::string& how
 void Scheduler::forget_worker_locked(const std::string& worker_id) {
   workers_.remove(worker_id);
   outbox_->clear(worker_id);
-  if (const absl::Status forgotten = secrets_->forget(worker_id); !forgotten.ok()) {
-    std::cerr << "mixtrain-coordinator: cannot forget the secret of worker " << worker_id << ": "
-              << forgotten << std::endl;
-  }
+  queue_write_locked(
+      {.commit = [secrets = secrets_, worker_id] { return secrets->forget(worker_id); },
+       .then =
+           [worker_id](const absl::Status& forgotten) {
+             if (forgotten.ok()) return;
+             std::cerr << "mixtrain-coordinator: cannot forget the secret of worker " << worker_id
+                       << ": " << forgotten << std::endl;
+           }});
 }
 
 void Scheduler::promote_locked(WorkerEntry& worker) {
@@ -607,24 +772,37 @@ void Scheduler::promote_locked(WorkerEntry& worker) {
 
 absl::StatusOr<v1::RegisterResponse> Scheduler::register_worker(
     const v1::RegisterRequest& request) {
-  absl::MutexLock lock(&mu_);
   std::string id = request.previous_worker_id();
   std::string secret = request.previous_worker_secret();
   const absl::Status other_credentials =
       absl::PermissionDeniedError("worker id '" + id + "' is registered with other credentials");
-  if (const WorkerEntry* known = workers_.find(id); known != nullptr) {
-    if (known->secret != secret) return other_credentials;
-  } else if (!id.empty()) {
-    // A restarted coordinator checks the secret against the stored hash.
+  // Known here, its secret is checked under the lock; else against the
+  // stored hash (after a restart), read and written without the lock.
+  const auto known_here = [&]() -> absl::StatusOr<bool> {
+    absl::MutexLock lock(&mu_);
+    const WorkerEntry* known = workers_.find(id);
+    if (known != nullptr && known->secret != secret) return other_credentials;
+    return known != nullptr;
+  };
+  absl::StatusOr<bool> known = known_here();
+  if (!known.ok()) return known.status();
+  if (!*known && !id.empty()) {
     const absl::StatusOr<SecretMatch> match = secrets_->check(id, secret);
     if (!match.ok()) return match.status();
     if (*match == SecretMatch::kDiffers) return other_credentials;
     if (*match == SecretMatch::kUnknownWorker) id.clear();  // never ours, or forgotten
   }
-  if (id.empty()) {
+  const bool fresh = id.empty();
+  if (fresh) {
     id = random_id("w-", 12);
     secret = random_id("", 16) + random_id("", 16);  // 128 random bits
     if (absl::Status saved = secrets_->save(id, secret); !saved.ok()) return saved;
+  }
+  absl::MutexLock lock(&mu_);
+  if (const WorkerEntry* known = workers_.find(id); known != nullptr && known->secret != secret) {
+    return other_credentials;  // registered meanwhile by another call
+  }
+  if (fresh) {
     // The same agent restarted (the same container, under compose).
     for (const std::string& lost :
          workers_.lost_ids(0, request.hostname(), request.metrics_address())) {
@@ -673,7 +851,7 @@ absl::StatusOr<v1::RegisterResponse> Scheduler::register_worker(
 }
 
 absl::StatusOr<v1::HeartbeatResponse> Scheduler::heartbeat(const v1::HeartbeatRequest& request,
-                                                          const std::string& secret) {
+                                                           const std::string& secret) {
   absl::MutexLock lock(&mu_);
   v1::HeartbeatResponse response;
   WorkerEntry* worker = workers_.find(request.worker_id());
@@ -755,16 +933,14 @@ absl::Status Scheduler::check_store_access(const std::string& worker_id, const s
   const v1::Worker& info = (*worker)->worker;
   if (!info.has_task() || attempt_of_locked(info.task(), worker_id) == nullptr ||
       rendezvous_scope(info.task().job_id(), info.task().attempt()) != scope) {
-    return absl::PermissionDeniedError("worker '" + worker_id +
-                                       "' holds no rank of a running attempt with scope '" +
-                                       scope + "'");
+    return absl::PermissionDeniedError(
+        "worker '" + worker_id + "' holds no rank of a running attempt with scope '" + scope + "'");
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
-    const v1::ReportProgressRequest& request, const std::string& secret,
-    ReportedSummary summary) {
+    const v1::ReportProgressRequest& request, const std::string& secret, ReportedSummary summary) {
   absl::MutexLock lock(&mu_);
   const absl::StatusOr<WorkerEntry*> authenticated =
       authenticate_locked(request.worker_id(), secret);
@@ -799,7 +975,8 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
     if (steps > 0) {
       if (attempt->step_changed_ms != 0 && attempt->progress.step() > 0) {
         const double per_step = double(now - attempt->step_changed_ms) / double(steps);
-        attempt->step_ms = attempt->step_ms == 0 ? per_step : 0.8 * attempt->step_ms + 0.2 * per_step;
+        attempt->step_ms =
+            attempt->step_ms == 0 ? per_step : 0.8 * attempt->step_ms + 0.2 * per_step;
       }
       attempt->step_changed_ms = now;
     } else if (steps == 0 && attempt->step_changed_ms != 0 &&
@@ -813,7 +990,19 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
     // attempt's ending commits.
     if (is_final_outcome(request.outcome()) || now - attempt->last_progress_ms >= 1000) {
       attempt->last_progress_ms = now;
-      attempt->progress_stored = database_->set_progress(task.job_id(), attempt->progress).ok();
+      queue_write_locked(
+          {.commit = [database = database_, job_id = task.job_id(),
+                      progress =
+                          attempt->progress] { return database->set_progress(job_id, progress); },
+           .then =
+               [this, job_id = task.job_id(), number = attempt->attempt,
+                stored = attempt->progress.SerializeAsString()](const absl::Status& status) {
+                 const auto it = running_.find(job_id);
+                 if (status.ok() && it != running_.end() && it->second.attempt == number &&
+                     it->second.progress.SerializeAsString() == stored) {
+                   it->second.progress_stored = true;
+                 }
+               }});
     }
   }
   switch (request.outcome()) {
@@ -855,8 +1044,7 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
   return response;
 }
 
-absl::Status Scheduler::report_log(const v1::ReportLogRequest& request,
-                                   const std::string& secret) {
+absl::Status Scheduler::report_log(const v1::ReportLogRequest& request, const std::string& secret) {
   {
     absl::MutexLock lock(&mu_);
     const absl::StatusOr<WorkerEntry*> worker = authenticate_locked(request.worker_id(), secret);
@@ -876,10 +1064,13 @@ absl::Status Scheduler::report_log(const v1::ReportLogRequest& request,
 }
 
 absl::StatusOr<JobRecord> Scheduler::cancel_job(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
+  // Committed before the lock is taken: a start or ending decided
+  // meanwhile finds the job CANCELLED and changes nothing.
   absl::StatusOr<JobRecord> job =
       database_->transition(job_id, v1::JOB_STATE_CANCELLED, "cancelled by a client");
-  if (job.ok()) end_attempt_locked(job_id, "the job was cancelled", /*free_workers_now=*/false);
+  if (!job.ok()) return job;
+  absl::MutexLock lock(&mu_);
+  end_attempt_locked(job_id, "the job was cancelled", /*free_workers_now=*/false);
   return job;
 }
 

@@ -14,7 +14,11 @@
 // waits one worker timeout (plus net::kRestartReconnectMargin) for the
 // ranks of RUNNING jobs to come back. Job state lives in the JobDatabase;
 // what is here (workers, attempts in flight) is rebuilt from the store and
-// from re-registering workers.
+// from re-registering workers. Decisions are made under one lock; the
+// store is never read or written under it (issue 32): what a decision
+// writes is queued and committed by the scheduling thread after the lock
+// is released, in the order decided, and what follows a write (the START
+// of an attempt, the release of its workers) is done once it committed.
 #pragma once
 
 #include <absl/base/thread_annotations.h>
@@ -22,6 +26,8 @@
 #include <absl/synchronization/mutex.h>
 
 #include <chrono>
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -145,31 +151,54 @@ class Scheduler {
   // commits (a locked database fails it for a while; the tick retries).
   struct Ending {
     bool succeeded = false;
-    bool preempted = false;    // stopped for a higher-priority job: requeued, no restart spent
+    bool preempted = false;      // stopped for a higher-priority job: requeued, no restart spent
     bool spends_restart = true;  // false: a rank never started; requeued, no restart spent
-    std::string cause;         // of a failure, or how a preemption ended
-    std::string summary_json;  // of a success
-    bool reported = false;     // a failed commit was logged
+    std::string cause;           // of a failure, or how a preemption ended
+    std::string summary_json;    // of a success
+    bool queued = false;         // its store write waits in writes_
+    bool reported = false;       // a failed commit was logged
   };
   struct Attempt {
     int32_t attempt = 0;
+    // Decided, its workers held, but the job's move to RUNNING not yet
+    // committed: no rank was told to start.
+    bool placing = false;
     std::vector<Rank> ranks;
     int64_t max_restarts = 0;
-    int64_t last_progress_ms = 0;  // when rank 0's progress was last stored
-    int64_t recover_until_ms = 0;  // after a restart: ranks must be back by then; 0: are back
-    std::optional<Ending> ending;  // decided, not yet committed
-    v1::Progress progress;         // rank 0's latest
-    bool progress_stored = true;   // `progress` is in the store
-    int64_t step_changed_ms = 0;   // when rank 0 last reported a new step or eval batch
-    double step_ms = 0;            // recent time per step (moving average); 0: unknown
-    int64_t started_ms = 0;        // when it started (or was taken over after a restart)
+    int64_t last_progress_ms = 0;   // when rank 0's progress was last stored
+    int64_t recover_until_ms = 0;   // after a restart: ranks must be back by then; 0: are back
+    std::optional<Ending> ending;   // decided, not yet committed
+    v1::Progress progress;          // rank 0's latest
+    bool progress_stored = true;    // `progress` is in the store
+    int64_t step_changed_ms = 0;    // when rank 0 last reported a new step or eval batch
+    double step_ms = 0;             // recent time per step (moving average); 0: unknown
+    int64_t started_ms = 0;         // when it started (or was taken over after a restart)
     int64_t first_step_due_ms = 0;  // rank 0's first step is overdue after this
     // Once preempted: when its ranks are stopped anyway, and for whom.
     int64_t preempt_deadline_ms = 0;
     std::string preempted_for;
   };
+  // A store write a decision made: `commit` does the I/O, without mu_, and
+  // reads nothing guarded by it; `then` (may be empty) runs under mu_ with
+  // its status.
+  struct StoreWrite {
+    std::function<absl::Status()> commit;
+    std::function<void(const absl::Status&)> then;
+  };
 
   void run();
+  // Queues a store write (see StoreWrite) and wakes the scheduling thread.
+  void queue_write_locked(StoreWrite write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues replacing the job's message (why it still waits).
+  void queue_message_locked(const std::string& job_id, const std::string& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Commits the queued writes in order, each `then` after its commit.
+  // Only the scheduling thread calls it.
+  void commit_writes() ABSL_LOCKS_EXCLUDED(mu_);
+  // The store's active jobs, each with its needs (from needs_, or read
+  // from the store for a job seen for the first time). Reads the store
+  // without holding mu_.
+  absl::StatusOr<std::vector<JobRecord>> read_active_jobs() ABSL_LOCKS_EXCLUDED(mu_);
   // The worker `worker_id` if `secret` is its own (errors as above).
   absl::StatusOr<WorkerEntry*> authenticate_locked(const std::string& worker_id,
                                                    const std::string& secret)
@@ -178,20 +207,26 @@ class Scheduler {
   void forget_worker_locked(const std::string& worker_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A JOINING worker that has heartbeated and opened its stream becomes IDLE.
   void promote_locked(WorkerEntry& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool should_wake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return dirty_ || stopping_; }
+  bool should_wake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return dirty_ || stopping_ || !writes_.empty();
+  }
   void tick_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void schedule_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets the needs of each of `jobs` (listed without them) from needs_,
-  // reading those of a job seen for the first time from the store.
-  absl::Status fill_needs_locked(std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One pass over `jobs` (read_active_jobs, read before the lock was taken).
+  void schedule_locked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops what is remembered of jobs no longer in `active` (they ended).
   void forget_ended_jobs_locked(const std::vector<JobRecord>& active)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts `job` on `workers` with `configuration`: its tasks get the
-  // job's spec with the `auto` keys chosen so.
+  // Starts `job` on `workers` with `configuration`: holds the workers,
+  // queues the job's move to RUNNING and, once that committed, sends its
+  // tasks the job's spec with the `auto` keys chosen so.
   void start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
                             const plan::RankConfiguration& configuration,
                             const std::vector<WorkerEntry*>& workers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens the rendezvous scope of `attempt` (just committed as started)
+  // and sends each rank its task with `spec_json`.
+  void send_starts_locked(const std::string& job_id, const Attempt& attempt,
+                          const std::string& spec_json, std::optional<double> min_loss_scale)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the running attempt of `job_id` as failed because of `cause`
   // (unless its end was decided before): cancels its other ranks, then
@@ -201,7 +236,7 @@ class Scheduler {
                            bool spends_restart = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void succeed_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves `job_id` to PREEMPTED for `waiting` (a job id and its priority)
-  // and asks its ranks to checkpoint and stop.
+  // and, once that committed, asks its ranks to checkpoint and stop.
   void preempt_locked(const std::string& job_id, const std::string& waiting, int32_t priority)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the attempt of `job_id` as preempted (`how` it stopped), its ranks
@@ -215,11 +250,9 @@ class Scheduler {
                                   std::vector<Placement>& placements,
                                   const std::vector<const v1::Worker*>& workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job's state change for the decided ending of `attempt`.
-  absl::Status record_ending_locked(const std::string& job_id, const Attempt& attempt)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records the decided ending of `job_id`'s attempt in the store and then
-  // forgets the attempt; when the store fails, keeps it for the next try.
+  // Queues the store write of the decided ending of `job_id`'s attempt;
+  // once it committed the attempt is forgotten, and when it fails the
+  // attempt is kept and the tick queues it again.
   void commit_ending_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells each rank of `job_id`'s attempt still running to stop
   // (`reason`), frees or schedules the release of its worker, drops the
@@ -272,6 +305,8 @@ class Scheduler {
   // a pass over thousands of queued jobs reads no spec (issue 29); nullopt
   // for one whose stored spec no longer parses.
   std::map<std::string, std::optional<JobNeeds>> needs_ ABSL_GUARDED_BY(mu_);
+  // Decided store writes, oldest first (StoreWrite).
+  std::deque<StoreWrite> writes_ ABSL_GUARDED_BY(mu_);
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // something to schedule
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -122,8 +122,10 @@ absl::StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path
   std::unique_ptr<SqliteDb> db(new SqliteDb(handle));
   if (rc != SQLITE_OK) return sqlite_error(handle, "cannot open " + path);
   // Only another process (a backup, an operator's shell) holds the lock:
-  // the store is called under the scheduler's lock, so wait briefly and
-  // let callers retry (UNAVAILABLE) rather than stall every RPC.
+  // a write waits briefly, then its caller retries (UNAVAILABLE). No
+  // other lock is held meanwhile but the store's own writer's: the
+  // scheduler commits after releasing its lock, and reads use their own
+  // connection, which WAL lets read while another writes.
   sqlite3_busy_timeout(handle, 1000);
   if (absl::Status s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
                                 "PRAGMA foreign_keys=ON;");
