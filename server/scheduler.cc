@@ -108,6 +108,8 @@ absl::Status Scheduler::start() {
       if (job.state != v1::JOB_STATE_RUNNING && job.state != v1::JOB_STATE_PREEMPTED) continue;
       Attempt& attempt = running_[job.id];
       attempt.attempt = job.attempt;
+      attempt.state = job.state == v1::JOB_STATE_PREEMPTED ? AttemptState::kPreempting
+                                                           : AttemptState::kRecovering;
       attempt.max_restarts = job.needs ? job.needs->max_restarts : 0;
       attempt.recover_until_ms = deadline;
       attempt.started_ms = job.updated_unix_ms;
@@ -241,8 +243,12 @@ void Scheduler::tick_locked() {
     dirty_ = true;
   }
   std::vector<std::pair<std::string, std::string>> to_fail;  // job id, cause
+  std::vector<std::string> returned;                         // every rank back after a restart
   for (auto& [job_id, attempt] : running_) {
-    if (attempt.step_changed_ms == 0 && !attempt.ending && now > attempt.first_step_due_ms) {
+    const bool live = attempt.state == AttemptState::kRunning ||
+                      attempt.state == AttemptState::kRecovering ||
+                      attempt.state == AttemptState::kPreempting;
+    if (attempt.step_changed_ms == 0 && live && now > attempt.first_step_due_ms) {
       to_fail.emplace_back(job_id, "made no progress: rank 0 reported no step within " +
                                        std::to_string(options_.first_step_timeout.count() / 1000) +
                                        " s of the attempt's start (--first-step-timeout-seconds)");
@@ -250,7 +256,7 @@ void Scheduler::tick_locked() {
     }
     const double stall_ms =
         std::max(double(options_.stall_timeout.count()), kStallSteps * attempt.step_ms);
-    if (attempt.step_ms > 0 && !attempt.ending && now - attempt.step_changed_ms > stall_ms) {
+    if (attempt.step_ms > 0 && live && now - attempt.step_changed_ms > stall_ms) {
       char detail[96];
       std::snprintf(detail, sizeof(detail), " for %.0f s (its recent step time: %.3g s)",
                     double(now - attempt.step_changed_ms) / 1e3, attempt.step_ms / 1e3);
@@ -264,27 +270,34 @@ void Scheduler::tick_locked() {
                      [](const Rank& rank) { return rank.state == RankState::kAway; });
     if (missing == attempt.ranks.end()) {
       attempt.recover_until_ms = 0;
+      if (attempt.state == AttemptState::kRecovering) returned.push_back(job_id);
     } else if (now >= attempt.recover_until_ms) {
       to_fail.emplace_back(job_id,
                            describe_rank(int(missing - attempt.ranks.begin()), missing->worker_id) +
                                " did not come back after the coordinator restarted");
     }
   }
+  for (const std::string& job_id : returned) dispatch_locked(job_id, AttemptEvent::kRanksReturned);
   for (const auto& [job_id, cause] : to_fail) fail_attempt_locked(job_id, cause);
   std::vector<std::string> overdue;  // preempted, and not stopped in time
   for (const auto& [job_id, attempt] : running_) {
-    if (attempt.preempt_deadline_ms != 0 && !attempt.ending && now >= attempt.preempt_deadline_ms)
+    if (attempt.state == AttemptState::kPreempting && now >= attempt.preempt_deadline_ms)
       overdue.push_back(job_id);
   }
   for (const std::string& job_id : overdue) {
-    stop_ranks_locked(job_id, "preempted, and not stopped in time", /*free_workers_now=*/false);
-    end_preempted_locked(job_id, "its ranks did not checkpoint within " +
-                                     std::to_string(options_.preempt_grace.count() / 1000) +
-                                     " s and were stopped; it resumes from its last checkpoint");
+    dispatch_locked(
+        job_id, AttemptEvent::kGraceExpired,
+        {.reason = "preempted, and not stopped in time",
+         .ending = Ending{.preempted = true,
+                          .cause = "its ranks did not checkpoint within " +
+                                   std::to_string(options_.preempt_grace.count() / 1000) +
+                                   " s and were stopped; it resumes from its last "
+                                   "checkpoint"}});
   }
   // Endings whose write failed (a locked database) are tried again.
   for (const auto& [job_id, attempt] : running_) {
-    if (attempt.ending && !attempt.ending->queued) commit_ending_locked(job_id);
+    if (attempt.state == AttemptState::kEnding && !attempt.ending->queued)
+      commit_ending_locked(job_id);
   }
 }
 
@@ -352,14 +365,16 @@ void Scheduler::preempt_for_waiting_locked(const std::vector<JobRecord>& active,
   std::vector<RunningJob> running;
   for (const JobRecord& record : active) {
     const auto attempt = running_.find(record.id);
-    if (!record.needs || attempt == running_.end() || attempt->second.ending ||
-        attempt->second.placing) {
+    // Running (all its ranks back or not), or stopping already.
+    if (!record.needs || attempt == running_.end() ||
+        attempt->second.state == AttemptState::kPlacing ||
+        attempt->second.state == AttemptState::kEnding) {
       continue;
     }
     RunningJob entry{.id = record.id,
                      .priority = record.needs->priority,
                      .preemptible = record.needs->preemptible,
-                     .stopping = attempt->second.preempt_deadline_ms != 0,
+                     .stopping = attempt->second.state == AttemptState::kPreempting,
                      .started_unix_ms = attempt->second.started_ms};
     for (const Rank& rank : attempt->second.ranks) {
       if (const auto found = index.find(rank.worker_id); found != index.end())
@@ -390,57 +405,32 @@ void Scheduler::preempt_for_waiting_locked(const std::vector<JobRecord>& active,
       }
     }
     for (const std::string& victim : preemption.victims)
-      preempt_locked(victim, job.id, job.needs.priority);
+      dispatch_locked(victim, AttemptEvent::kPreemptDecided,
+                      {.reason = "preempted for job " + job.id + " (priority " +
+                                 std::to_string(job.needs.priority) + ")"});
     return;
   }
 }
 
-void Scheduler::preempt_locked(const std::string& job_id, const std::string& waiting,
-                               int32_t priority) {
-  Attempt& attempt = running_.at(job_id);
-  const std::string reason =
-      "preempted for job " + waiting + " (priority " + std::to_string(priority) + ")";
-  // Stopping from now on, so that no pass preempts it again; its ranks are
-  // asked once the store says PREEMPTED.
-  attempt.preempt_deadline_ms = now_unix_ms() + options_.preempt_grace.count();
-  attempt.preempted_for = reason;
-  const int32_t number = attempt.attempt;
+void Scheduler::queue_preempt_locked(const std::string& job_id) {
+  const Attempt& attempt = running_.at(job_id);
   queue_write_locked(
       {.commit =
-           [database = database_, job_id, reason] {
+           [database = database_, job_id, reason = attempt.preempted_for] {
              return database
                  ->transition(job_id, v1::JOB_STATE_PREEMPTED,
                               reason + ": checkpointing at the next step boundary, then stopping")
                  .status();
            },
        .then =
-           [this, job_id, number, reason](const absl::Status& status) {
+           [this, job_id, number = attempt.attempt](const absl::Status& status) {
              const auto it = running_.find(job_id);
              if (it == running_.end() || it->second.attempt != number) return;
-             Attempt& attempt = it->second;
-             if (!status.ok()) {  // still RUNNING: a later pass may try again
-               attempt.preempt_deadline_ms = 0;
-               attempt.preempted_for.clear();
-               dirty_ = true;
-               return;
-             }
-             metrics_->job_preempted();
-             if (attempt.ending) return;  // a rank ended meanwhile: the ending stops the rest
-             for (const Rank& rank : attempt.ranks) {
-               v1::TaskCommand command;
-               command.mutable_preempt()->set_job_id(job_id);
-               command.mutable_preempt()->set_attempt(number);
-               command.mutable_preempt()->set_reason(reason);
-               outbox_->send(rank.worker_id, std::move(command));
-             }
+             if (status.ok()) metrics_->job_preempted();
+             // Refused, it still runs: a later pass may preempt it again.
+             dispatch_locked(job_id, status.ok() ? AttemptEvent::kPreemptCommitted
+                                                 : AttemptEvent::kPreemptRefused);
            }});
-}
-
-void Scheduler::end_preempted_locked(const std::string& job_id, const std::string& how) {
-  const auto it = running_.find(job_id);
-  if (it == running_.end() || it->second.ending) return;
-  it->second.ending = Ending{.preempted = true, .cause = how};
-  commit_ending_locked(job_id);
 }
 
 void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs,
@@ -449,7 +439,7 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
   const int32_t number = job.attempt + 1;  // what its move to RUNNING makes it
   Attempt& attempt = running_[job.id];
   attempt = Attempt{.attempt = number,
-                    .placing = true,
+                    .state = AttemptState::kPlacing,
                     .max_restarts = needs.max_restarts,
                     .first_step_due_ms = std::numeric_limits<int64_t>::max()};
   TransitionDetails details;
@@ -508,33 +498,17 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
            [this, job_id = job.id, number, started,
             min_loss_scale = needs.min_loss_scale](const absl::Status& status) {
              const auto it = running_.find(job_id);
-             if (it == running_.end() || it->second.attempt != number || !it->second.placing) {
-               return;  // cancelled meanwhile: its workers were freed then
-             }
+             if (it == running_.end() || it->second.attempt != number)
+               return;  // cancelled meanwhile
              Attempt& attempt = it->second;
-             if (!status.ok()) {  // still QUEUED (or gone): let its workers go
-               for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
-                 WorkerEntry* worker = workers_.find(attempt.ranks[rank].worker_id);
-                 // Unless an ending freed it already (a worker lost meanwhile).
-                 if (worker != nullptr && worker->worker.has_task() &&
-                     same_task(worker->worker.task(), rank_task(job_id, number, rank))) {
-                   WorkerRegistry::release(*worker);
-                 }
-               }
-               running_.erase(it);
-               dirty_ = true;
-               return;
+             if (status.ok() && attempt.state == AttemptState::kPlacing) {
+               if (started->queued_seconds >= 0) metrics_->job_started(started->queued_seconds);
+               attempt.started_ms = now_unix_ms();
+               attempt.first_step_due_ms = attempt.started_ms + options_.first_step_timeout.count();
              }
-             if (started->queued_seconds >= 0) metrics_->job_started(started->queued_seconds);
-             const int64_t now = now_unix_ms();
-             attempt.placing = false;
-             attempt.started_ms = now;
-             attempt.first_step_due_ms = now + options_.first_step_timeout.count();
-             if (attempt.ending) {  // a worker was lost meanwhile: the ending follows
-               commit_ending_locked(job_id);
-               return;
-             }
-             send_starts_locked(job_id, attempt, started->spec_json, min_loss_scale);
+             dispatch_locked(
+                 job_id, status.ok() ? AttemptEvent::kStartCommitted : AttemptEvent::kStartRefused,
+                 {.spec_json = started->spec_json, .min_loss_scale = min_loss_scale});
            }});
 }
 
@@ -600,8 +574,7 @@ void Scheduler::stop_ranks_locked(const std::string& job_id, const std::string& 
     if (worker->worker.state() != v1::WORKER_STATE_LOST) {
       send_cancel_locked(worker->worker.id(), job_id, attempt.attempt, reason);
     }
-    // A rank of an attempt still placing was never told to start.
-    if (free_workers_now || attempt.placing || worker->worker.state() == v1::WORKER_STATE_LOST) {
+    if (free_workers_now || worker->worker.state() == v1::WORKER_STATE_LOST) {
       WorkerRegistry::release(*worker);
     } else {
       WorkerRegistry::stop(*worker, now_unix_ms() + options_.worker_timeout.count());
@@ -611,37 +584,99 @@ void Scheduler::stop_ranks_locked(const std::string& job_id, const std::string& 
   dirty_ = true;
 }
 
-void Scheduler::end_attempt_locked(const std::string& job_id, const std::string& reason,
-                                   bool free_workers_now) {
-  stop_ranks_locked(job_id, reason, free_workers_now);
-  running_.erase(job_id);
+void Scheduler::release_workers_locked(const std::string& job_id, const Attempt& attempt) {
+  for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
+    WorkerEntry* worker = workers_.find(attempt.ranks[rank].worker_id);
+    if (worker != nullptr && worker->worker.has_task() &&
+        same_task(worker->worker.task(), rank_task(job_id, attempt.attempt, rank))) {
+      WorkerRegistry::release(*worker);
+    }
+  }
+  dirty_ = true;
+}
+
+void Scheduler::dispatch_locked(const std::string& job_id, AttemptEvent event,
+                                EventDetails details) {
+  const auto it = running_.find(job_id);
+  if (it == running_.end()) return;
+  Attempt& attempt = it->second;
+  const std::optional<AttemptMove> move = next_attempt_move(attempt.state, event);
+  if (!move) {
+    std::cerr << "mixtrain-coordinator: the attempt of job " << job_id << " cannot be "
+              << attempt_event_name(event) << " when " << attempt_state_name(attempt.state)
+              << "; ignored" << std::endl;
+    return;
+  }
+  if (move->to == AttemptState::kEnding && attempt.state != AttemptState::kEnding) {
+    attempt.ending = details.ending;
+  }
+  attempt.state = move->to;
+  for (const AttemptAction action : move->actions) {
+    switch (action) {
+      case AttemptAction::kSendStarts:
+        send_starts_locked(job_id, attempt, details.spec_json, details.min_loss_scale);
+        break;
+      case AttemptAction::kReleaseWorkers:
+        release_workers_locked(job_id, attempt);
+        break;
+      case AttemptAction::kQueuePreempt:
+        // Stopping from now on, so that no pass preempts it again.
+        attempt.preempt_deadline_ms = now_unix_ms() + options_.preempt_grace.count();
+        attempt.preempted_for = details.reason;
+        queue_preempt_locked(job_id);
+        break;
+      case AttemptAction::kSendPreempts:
+        for (const Rank& rank : attempt.ranks) {
+          v1::TaskCommand command;
+          command.mutable_preempt()->set_job_id(job_id);
+          command.mutable_preempt()->set_attempt(attempt.attempt);
+          command.mutable_preempt()->set_reason(attempt.preempted_for);
+          outbox_->send(rank.worker_id, std::move(command));
+        }
+        break;
+      case AttemptAction::kCancelPreempt:
+        attempt.preempt_deadline_ms = 0;
+        attempt.preempted_for.clear();
+        dirty_ = true;
+        break;
+      case AttemptAction::kStopRanks:
+        // The ranks stay busy until they report their end (or time out), so
+        // the next attempt cannot be handed to a worker still stopping one.
+        stop_ranks_locked(job_id, details.reason, /*free_workers_now=*/false);
+        break;
+      case AttemptAction::kFreeRanks:
+        stop_ranks_locked(job_id, details.reason, /*free_workers_now=*/true);
+        break;
+      case AttemptAction::kQueueEnding:
+        commit_ending_locked(job_id);
+        break;
+      case AttemptAction::kForget:
+        running_.erase(it);  // the last action of any move
+        return;
+    }
+  }
 }
 
 void Scheduler::fail_attempt_locked(const std::string& job_id, const std::string& cause,
                                     bool spends_restart) {
-  const auto it = running_.find(job_id);
-  if (it == running_.end() || it->second.ending) return;  // the first cause counts
-  it->second.ending = Ending{.succeeded = false, .spends_restart = spends_restart, .cause = cause};
-  // The other ranks stay busy until they report their end (or time out),
-  // so the next attempt cannot be handed to a worker still stopping one.
-  stop_ranks_locked(job_id, "another rank failed: " + cause, /*free_workers_now=*/false);
-  commit_ending_locked(job_id);
+  dispatch_locked(job_id, AttemptEvent::kFailed,
+                  {.reason = "another rank failed: " + cause,
+                   .ending = Ending{.spends_restart = spends_restart, .cause = cause}});
 }
 
 void Scheduler::succeed_locked(const std::string& job_id) {
-  Attempt& attempt = running_.at(job_id);
-  if (attempt.ending) return;
   std::vector<const ReportedSummary*> summaries;
-  for (const Rank& rank : attempt.ranks) summaries.push_back(&rank.summary);
-  attempt.ending = Ending{.succeeded = true, .summary_json = merge_rank_summaries(summaries)};
-  commit_ending_locked(job_id);
+  for (const Rank& rank : running_.at(job_id).ranks) summaries.push_back(&rank.summary);
+  dispatch_locked(
+      job_id, AttemptEvent::kSucceeded,
+      {.reason = "the job succeeded",
+       .ending = Ending{.succeeded = true, .summary_json = merge_rank_summaries(summaries)}});
 }
 
 void Scheduler::commit_ending_locked(const std::string& job_id) {
   Attempt& attempt = running_.at(job_id);
   Ending& ending = *attempt.ending;
-  // An attempt still placing ends once its start committed (or did not).
-  if (attempt.placing || ending.queued) return;
+  if (ending.queued) return;
   ending.queued = true;
   const std::string failed =
       "attempt " + std::to_string(attempt.attempt) + " failed: " + ending.cause;
@@ -711,6 +746,7 @@ void Scheduler::commit_ending_locked(const std::string& job_id) {
                  std::cerr << "mixtrain-coordinator: cannot record the end of job " << job_id
                            << " yet (" << status << "); retrying" << std::endl;
                }
+               dispatch_locked(job_id, AttemptEvent::kEndingFailed);
                return;
              }
              if (status.ok() && !ending.succeeded && !ending.preempted) {
@@ -720,12 +756,8 @@ void Scheduler::commit_ending_locked(const std::string& job_id) {
                  restart_at_ms_[job_id] = now_unix_ms() + restart_backoff_ms(*restart);
                }
              }
-             if (ending.succeeded) {
-               end_attempt_locked(job_id, "the job succeeded", /*free_workers_now=*/true);
-             } else {
-               running_.erase(it);  // its ranks were stopped (failure) or stopped themselves
-             }
              dirty_ = true;
+             dispatch_locked(job_id, AttemptEvent::kEndingCommitted);
            }});
 }
 
@@ -1019,10 +1051,12 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
       const bool all = std::all_of(attempt->ranks.begin(), attempt->ranks.end(),
                                    [](const Rank& r) { return r.state == RankState::kPreempted; });
       if (all) {
-        stop_ranks_locked(task.job_id(), "preempted", /*free_workers_now=*/true);
-        end_preempted_locked(task.job_id(), "its ranks checkpointed step " +
-                                                std::to_string(request.progress().step()) +
-                                                " and stopped; it resumes from there");
+        dispatch_locked(task.job_id(), AttemptEvent::kRanksStopped,
+                        {.reason = "preempted",
+                         .ending = Ending{.preempted = true,
+                                          .cause = "its ranks checkpointed step " +
+                                                   std::to_string(request.progress().step()) +
+                                                   " and stopped; it resumes from there"}});
       }
       break;
     }
@@ -1070,7 +1104,7 @@ absl::StatusOr<JobRecord> Scheduler::cancel_job(const std::string& job_id) {
       database_->transition(job_id, v1::JOB_STATE_CANCELLED, "cancelled by a client");
   if (!job.ok()) return job;
   absl::MutexLock lock(&mu_);
-  end_attempt_locked(job_id, "the job was cancelled", /*free_workers_now=*/false);
+  dispatch_locked(job_id, AttemptEvent::kCancelled, {.reason = "the job was cancelled"});
   return job;
 }
 

@@ -14,7 +14,9 @@
 // waits one worker timeout (plus net::kRestartReconnectMargin) for the
 // ranks of RUNNING jobs to come back. Job state lives in the JobDatabase;
 // what is here (workers, attempts in flight) is rebuilt from the store and
-// from re-registering workers. Decisions are made under one lock; the
+// from re-registering workers. Each attempt moves through one state machine
+// (attempt_state.h): the scheduler turns what happens into its events and
+// takes the actions the table gives. Decisions are made under one lock; the
 // store is never read or written under it (issue 32): what a decision
 // writes is queued and committed by the scheduling thread after the lock
 // is released, in the order decided, and what follows a write (the START
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "proto/mixtrain.pb.h"
+#include "server/attempt_state.h"
 #include "server/coordinator_metrics.h"
 #include "server/job_database.h"
 #include "server/placement.h"
@@ -147,8 +150,9 @@ class Scheduler {
     RankState state = RankState::kRunning;  // rank_state.h
     ReportedSummary summary;                // once kSucceeded
   };
-  // How an attempt ends, once decided: kept until the job's state change
-  // commits (a locked database fails it for a while; the tick retries).
+  // How an attempt ends, once decided (AttemptState::kEnding): kept until
+  // the job's state change commits (a locked database fails it for a
+  // while; the tick retries).
   struct Ending {
     bool succeeded = false;
     bool preempted = false;      // stopped for a higher-priority job: requeued, no restart spent
@@ -160,23 +164,28 @@ class Scheduler {
   };
   struct Attempt {
     int32_t attempt = 0;
-    // Decided, its workers held, but the job's move to RUNNING not yet
-    // committed: no rank was told to start.
-    bool placing = false;
+    AttemptState state = AttemptState::kRunning;  // attempt_state.h
     std::vector<Rank> ranks;
     int64_t max_restarts = 0;
     int64_t last_progress_ms = 0;   // when rank 0's progress was last stored
     int64_t recover_until_ms = 0;   // after a restart: ranks must be back by then; 0: are back
-    std::optional<Ending> ending;   // decided, not yet committed
+    std::optional<Ending> ending;   // set on entering kEnding
     v1::Progress progress;          // rank 0's latest
     bool progress_stored = true;    // `progress` is in the store
     int64_t step_changed_ms = 0;    // when rank 0 last reported a new step or eval batch
     double step_ms = 0;             // recent time per step (moving average); 0: unknown
     int64_t started_ms = 0;         // when it started (or was taken over after a restart)
     int64_t first_step_due_ms = 0;  // rank 0's first step is overdue after this
-    // Once preempted: when its ranks are stopped anyway, and for whom.
+    // While kPreempting: when its ranks are stopped anyway, and for whom.
     int64_t preempt_deadline_ms = 0;
     std::string preempted_for;
+  };
+  // What an event brings besides itself; each action reads its part.
+  struct EventDetails {
+    std::string reason;            // told to the ranks stopped; a preemption's cause
+    std::optional<Ending> ending;  // for an event that ends the attempt
+    std::string spec_json;         // kStartCommitted: what the tasks run
+    std::optional<double> min_loss_scale;
   };
   // A store write a decision made: `commit` does the I/O, without mu_, and
   // reads nothing guarded by it; `then` (may be empty) runs under mu_ with
@@ -228,6 +237,11 @@ class Scheduler {
   void send_starts_locked(const std::string& job_id, const Attempt& attempt,
                           const std::string& spec_json, std::optional<double> min_loss_scale)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the attempt of `job_id` by `event` (attempt_state.h) and takes
+  // the move's actions; an event its state does not allow is logged and
+  // changes nothing. Nothing for a job without an attempt.
+  void dispatch_locked(const std::string& job_id, AttemptEvent event, EventDetails details = {})
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the running attempt of `job_id` as failed because of `cause`
   // (unless its end was decided before): cancels its other ranks, then
   // requeues or fails the job; without `spends_restart` (a rank never
@@ -235,13 +249,11 @@ class Scheduler {
   void fail_attempt_locked(const std::string& job_id, const std::string& cause,
                            bool spends_restart = true) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void succeed_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves `job_id` to PREEMPTED for `waiting` (a job id and its priority)
-  // and, once that committed, asks its ranks to checkpoint and stop.
-  void preempt_locked(const std::string& job_id, const std::string& waiting, int32_t priority)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the attempt of `job_id` as preempted (`how` it stopped), its ranks
-  // stopped already.
-  void end_preempted_locked(const std::string& job_id, const std::string& how)
+  // Queues the move of `job_id` to PREEMPTED (kQueuePreempt); once it
+  // committed its ranks are asked to stop.
+  void queue_preempt_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees the workers held for the ranks of `attempt` (never started).
+  void release_workers_locked(const std::string& job_id, const Attempt& attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts no job below the priority of the highest one waiting that
   // preemption makes room for, and preempts what that takes.
@@ -259,9 +271,6 @@ class Scheduler {
   // rendezvous scope.
   void stop_ranks_locked(const std::string& job_id, const std::string& reason,
                          bool free_workers_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // stop_ranks_locked, then forgets the attempt.
-  void end_attempt_locked(const std::string& job_id, const std::string& reason,
-                          bool free_workers_now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `entry` as ListWorkers shows it: its threads those a rank placed there
   // now would get.
   v1::Worker listed_locked(const WorkerEntry& entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

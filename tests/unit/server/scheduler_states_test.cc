@@ -1,14 +1,19 @@
-// Why: the scheduler's fault handling reads two small state machines: a
-// worker's task slot (is its task acknowledged? is it stopping?) and each
-// rank of an attempt (away after a restart? ended how?). Every move of
+// Why: the scheduler's decisions read three small state machines: a
+// worker's task slot (is its task acknowledged? is it stopping?), each
+// rank of an attempt (away after a restart? ended how?) and the attempt
+// itself (placing, running, preempting, ending: what each event does). Every move of
 // both is pinned here, the legal ones and that every other one is
 // refused, and the registry keeps the worker's state and task in step
 // with its slot.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "server/attempt_state.h"
 #include "server/rank_state.h"
 #include "server/task_slot.h"
 #include "server/worker_registry.h"
@@ -40,8 +45,7 @@ TEST(TaskSlotStateMachine, OnlyTheDocumentedMovesExist) {
       const auto expected = legal.find({state, event});
       const std::optional<S> next = next_slot_state(state, event);
       if (expected == legal.end()) {
-        EXPECT_FALSE(next.has_value())
-            << slot_state_name(state) << " + " << slot_event_name(event);
+        EXPECT_FALSE(next.has_value()) << slot_state_name(state) << " + " << slot_event_name(event);
       } else {
         EXPECT_EQ(next, expected->second)
             << slot_state_name(state) << " + " << slot_event_name(event);
@@ -179,6 +183,72 @@ TEST(RankStateMachine, OnlyTheDocumentedMovesExist) {
       }
     }
   }
+}
+
+// Every (state, event) pair of the attempt: the documented moves with
+// their actions in order, and every other pair refused. The scheduler
+// takes a move's actions and nothing else, so this pins its decisions.
+TEST(AttemptStateMachine, OnlyTheDocumentedMovesExistWithTheirActions) {
+  using S = AttemptState;
+  using E = AttemptEvent;
+  using A = AttemptAction;
+  std::map<std::pair<S, E>, AttemptMove> legal = {
+      {{S::kPlacing, E::kStartCommitted}, {S::kRunning, {A::kSendStarts}}},
+      {{S::kPlacing, E::kStartRefused}, {S::kEnded, {A::kReleaseWorkers, A::kForget}}},
+      {{S::kPlacing, E::kFailed}, {S::kEnding, {A::kReleaseWorkers, A::kQueueEnding}}},
+      {{S::kPlacing, E::kCancelled}, {S::kEnded, {A::kReleaseWorkers, A::kForget}}},
+      {{S::kRecovering, E::kRanksReturned}, {S::kRunning, {}}},
+      {{S::kPreempting, E::kPreemptCommitted}, {S::kPreempting, {A::kSendPreempts}}},
+      {{S::kPreempting, E::kPreemptRefused}, {S::kRunning, {A::kCancelPreempt}}},
+      {{S::kPreempting, E::kRanksStopped}, {S::kEnding, {A::kFreeRanks, A::kQueueEnding}}},
+      {{S::kPreempting, E::kGraceExpired}, {S::kEnding, {A::kStopRanks, A::kQueueEnding}}},
+      {{S::kEnding, E::kEndingCommitted}, {S::kEnded, {A::kForget}}},
+      {{S::kEnding, E::kEndingFailed}, {S::kEnding, {}}},
+      {{S::kEnding, E::kCancelled}, {S::kEnded, {A::kStopRanks, A::kForget}}}};
+  for (S live : {S::kRunning, S::kRecovering, S::kPreempting}) {
+    if (live != S::kPreempting)
+      legal[{live, E::kPreemptDecided}] = {S::kPreempting, {A::kQueuePreempt}};
+    legal[{live, E::kSucceeded}] = {S::kEnding, {A::kFreeRanks, A::kQueueEnding}};
+    legal[{live, E::kFailed}] = {S::kEnding, {A::kStopRanks, A::kQueueEnding}};
+    legal[{live, E::kCancelled}] = {S::kEnded, {A::kStopRanks, A::kForget}};
+  }
+  for (E late : {E::kSucceeded, E::kFailed, E::kRanksStopped, E::kGraceExpired, E::kStartCommitted,
+                 E::kStartRefused, E::kPreemptCommitted, E::kPreemptRefused}) {
+    legal[{S::kEnding, late}] = {S::kEnding, {}};
+  }
+  const std::vector<S> states = {S::kPlacing,    S::kRunning, S::kRecovering,
+                                 S::kPreempting, S::kEnding,  S::kEnded};
+  const std::vector<E> events = {E::kStartCommitted, E::kStartRefused,     E::kRanksReturned,
+                                 E::kPreemptDecided, E::kPreemptCommitted, E::kPreemptRefused,
+                                 E::kSucceeded,      E::kFailed,           E::kRanksStopped,
+                                 E::kGraceExpired,   E::kCancelled,        E::kEndingCommitted,
+                                 E::kEndingFailed};
+  int moves = 0;
+  for (S state : states) {
+    for (E event : events) {
+      const std::string what =
+          std::string(attempt_state_name(state)) + " + " + attempt_event_name(event);
+      const std::optional<AttemptMove> move = next_attempt_move(state, event);
+      const auto expected = legal.find({state, event});
+      if (expected == legal.end()) {
+        EXPECT_FALSE(move.has_value()) << what;
+        continue;
+      }
+      ++moves;
+      ASSERT_TRUE(move.has_value()) << what;
+      EXPECT_EQ(move->to, expected->second.to) << what;
+      EXPECT_EQ(move->actions, expected->second.actions) << what;
+      // Forgetting the attempt is the last thing a move does, and only a
+      // move to kEnded does it.
+      const bool forgets = !move->actions.empty() && move->actions.back() == A::kForget;
+      EXPECT_EQ(forgets, move->to == S::kEnded) << what;
+      EXPECT_EQ(std::count(move->actions.begin(), move->actions.end(), A::kForget), forgets ? 1 : 0)
+          << what;
+    }
+  }
+  EXPECT_EQ(moves, int(legal.size()));
+  for (S state : states) EXPECT_STRNE(attempt_state_name(state), "?");
+  for (E event : events) EXPECT_STRNE(attempt_event_name(event), "?");
 }
 
 }  // namespace
