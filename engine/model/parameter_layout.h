@@ -95,6 +95,7 @@ class ParameterLayout {
   // The units in buffer order: embeddings, h.0 ... h.<L-1>, ln_f.
   const std::vector<ParameterUnit>& units() const { return units_; }
   static constexpr size_t kEmbeddingsUnit = 0;
+  int64_t layers() const { return layers_; }
   size_t block_unit(int64_t layer) const { return static_cast<size_t>(layer) + 1; }
   size_t lnf_unit() const { return units_.size() - 1; }
 

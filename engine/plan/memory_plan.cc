@@ -3,7 +3,6 @@
 // plan_accuracy test.
 #include "engine/plan/memory_plan.h"
 
-
 #include <algorithm>
 
 #include "engine/backend/cuda_workspace.h"
@@ -14,6 +13,9 @@
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
 #include "engine/plan/checked_bytes.h"
+#include "engine/zero/gradient_reduction.h"
+#include "engine/zero/unit_gatherer.h"
+#include "engine/zero/zero_partition.h"
 #include "engine/zero/zero_placement.h"
 
 namespace mixtrain::plan {
@@ -167,26 +169,24 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
   add(MemoryPool::kDevice, MemoryCategory::kActivations,
       activation_bytes(d, model, dtype, spec.train.activation_checkpointing));
 
-  const int64_t embeddings = layout.units()[ParameterLayout::kEmbeddingsUnit].padded_numel;
-  const int64_t block = layout.units()[layout.block_unit(0)].padded_numel;
-  const int64_t lnf = layout.units()[layout.lnf_unit()].padded_numel;
-  if (settings.stage == 3) {
-    // unit_gatherer.cc: the embeddings (held for the head), the block in
-    // use and the one prefetched, and ln_f's buffer kept for reuse.
+  // The buffers the ZeRO pieces reserve, by the functions they size them
+  // with; the ring's two chunk buffers (ring_collectives.cc) beside them.
+  const auto total = [](const std::vector<int64_t>& sizes) {
+    int64_t sum = 0;
+    for (const int64_t numel : sizes) sum = checked_sum({sum, numel}, "ZeRO buffers");
+    return sum;
+  };
+  if (placement.gathers_each_unit()) {
     add(MemoryPool::kDevice, MemoryCategory::kGatheredParams,
-        checked_product({e, embeddings + std::min<int64_t>(2, d.layers) * block + lnf},
-                        "gathered params"));
+        checked_product({e, total(gathered_buffer_sizes(layout))}, "gathered params"));
   }
-  if (settings.stage >= 2 && ranks > 1) {
-    // gradient_reduction.cc, ReduceScatterBuckets: the embeddings' bucket
-    // (filled by the head and the embedding backward), ln_f's, the block
-    // being filled and two in flight, a reduced shard of each size; the
-    // ring's two chunk buffers (ring_collectives.cc).
-    const int64_t buckets = embeddings + lnf + std::min<int64_t>(3, d.layers) * block;
-    const int64_t shards = (embeddings + block + lnf) / ranks;
-    const int64_t ring = 2 * ((block + ranks - 1) / ranks);
+  if (reduction_strategy(placement) == ReductionStrategy::kReduceScatterBuckets) {
+    const ZeroPartition partition(layout, 0, static_cast<int>(ranks));
+    const int64_t block = layout.units()[layout.block_unit(0)].padded_numel;
+    const int64_t ring = ranks > 1 ? 2 * ((block + ranks - 1) / ranks) : 0;
     add(MemoryPool::kDevice, MemoryCategory::kCommBuffers,
-        checked_product({e, buckets + shards + ring}, "comm buffers"));
+        checked_product({e, total(reduce_scatter_buffer_sizes(layout, partition)) + ring},
+                        "comm buffers"));
   }
   add(MemoryPool::kDevice, MemoryCategory::kWorkspace,
       target.cuda ? cuda_workspace_bytes(d, dtype) : cpu_workspace_bytes(d, target));

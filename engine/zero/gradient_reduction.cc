@@ -1,6 +1,7 @@
 // Why: see gradient_reduction.h.
 #include "engine/zero/gradient_reduction.h"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <utility>
@@ -173,7 +174,9 @@ class ReduceScatterBuckets final : public GradientReduction {
         grads_(grads),
         buffers_(context.backend, grads.tensor().dtype(), MemoryCategory::kCommBuffers),
         wide_(context, widen),
-        buckets_(context.layout.units().size()) {}
+        buckets_(context.layout.units().size()) {
+    buffers_.reserve(reduce_scatter_buffer_sizes(context.layout, context.partition));
+  }
 
   Tensor grad(const ParameterInfo& info) override {
     return context_.unit_view(buckets_, info, "gradient bucket");
@@ -238,16 +241,42 @@ class ReduceScatterBuckets final : public GradientReduction {
 
 }  // namespace
 
+ReductionStrategy reduction_strategy(const ZeroPlacement& placement) {
+  if (placement.gradients.extent == Extent::kPartition)
+    return ReductionStrategy::kReduceScatterBuckets;
+  if (placement.optimizer.extent == Extent::kPartition)
+    return ReductionStrategy::kInPlaceReduceScatter;
+  return ReductionStrategy::kBucketedAllReduce;
+}
+
+std::vector<int64_t> reduce_scatter_buffer_sizes(const ParameterLayout& layout,
+                                                 const ZeroPartition& partition) {
+  const std::vector<ParameterUnit>& units = layout.units();
+  const size_t embeddings = ParameterLayout::kEmbeddingsUnit;
+  const size_t block = layout.block_unit(0);
+  const size_t lnf = layout.lnf_unit();
+  std::vector<int64_t> sizes = {units[embeddings].padded_numel, units[lnf].padded_numel};
+  const int64_t blocks = std::min<int64_t>(3, layout.layers());
+  for (int64_t i = 0; i < blocks; ++i) sizes.push_back(units[block].padded_numel);
+  for (const size_t unit : {embeddings, block, lnf})
+    sizes.push_back(partition.shards()[unit].numel);
+  return sizes;
+}
+
 std::unique_ptr<GradientReduction> make_gradient_reduction(const ZeroContext& context,
                                                            const ZeroPlacement& placement,
                                                            const PlacedTensor& grads,
                                                            const ZeroSettings& settings) {
   const bool widen =
       settings.reduce_in_fp32 && context.comm != nullptr && grads.tensor().dtype() != DType::kF32;
-  if (placement.gradients.extent == Extent::kPartition)
-    return std::make_unique<ReduceScatterBuckets>(context, grads, widen);
-  if (placement.optimizer.extent == Extent::kPartition)
-    return std::make_unique<InPlaceReduceScatter>(context, grads, widen);
+  switch (reduction_strategy(placement)) {
+    case ReductionStrategy::kReduceScatterBuckets:
+      return std::make_unique<ReduceScatterBuckets>(context, grads, widen);
+    case ReductionStrategy::kInPlaceReduceScatter:
+      return std::make_unique<InPlaceReduceScatter>(context, grads, widen);
+    case ReductionStrategy::kBucketedAllReduce:
+      break;
+  }
   return std::make_unique<BucketedAllReduce>(context, grads, settings.bucket_bytes, widen);
 }
 

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/model/parameter_layout.h"
 #include "engine/zero/zero_context.h"
@@ -48,6 +49,18 @@ class GradientReduction {
   // sum over ranks.
   virtual void finish() = 0;
 };
+
+// The strategy the table above gives `placement`.
+enum class ReductionStrategy { kBucketedAllReduce, kInPlaceReduceScatter, kReduceScatterBuckets };
+ReductionStrategy reduction_strategy(const ZeroPlacement& placement);
+
+// The buffers (element counts, grad dtype) the reduce-scatter buckets hold
+// at their peak, reserved up front (the planner counts the same): the
+// embeddings' bucket (filled by the head and by the embedding backward),
+// ln_f's, the block being filled and two in flight, and a reduced shard of
+// each size.
+std::vector<int64_t> reduce_scatter_buffer_sizes(const ParameterLayout& layout,
+                                                 const ZeroPartition& partition);
 
 // The strategy for `placement` over `grads` (the engine's gradient buffer,
 // placement.gradients.extent), with the settings' bucket size (stage 0)

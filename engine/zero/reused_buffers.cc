@@ -8,6 +8,10 @@ namespace mixtrain {
 ReusedBuffers::ReusedBuffers(Backend& backend, DType dtype, MemoryCategory category)
     : backend_(backend), dtype_(dtype), category_(category) {}
 
+void ReusedBuffers::reserve(const std::vector<int64_t>& sizes) {
+  for (const int64_t numel : sizes) give_back(backend_.empty({numel}, dtype_, category_));
+}
+
 Tensor ReusedBuffers::take(int64_t numel) {
   std::vector<Tensor>& spare = spare_[numel];
   if (spare.empty()) return backend_.empty({numel}, dtype_, category_);

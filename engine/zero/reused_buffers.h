@@ -21,8 +21,13 @@ class ReusedBuffers {
   // The backend must outlive this.
   ReusedBuffers(Backend& backend, DType dtype, MemoryCategory category);
 
+  // Allocates a buffer of each of `sizes` (element counts) now, for later
+  // takes: what a step holds at its peak, so that it is held from the start
+  // and counted as its owner's size function says (the planner reads the
+  // same function).
+  void reserve(const std::vector<int64_t>& sizes);
   // A flat buffer of `numel` elements, contents undefined: one given back
-  // earlier, or a new one.
+  // earlier or reserved, or a new one.
   Tensor take(int64_t numel);
   // Keeps `buffer` (from take) for a later take. Work already enqueued may
   // still use it; whoever takes it next is ordered after that work by the

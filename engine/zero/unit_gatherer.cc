@@ -1,17 +1,29 @@
 // Why: see unit_gatherer.h.
 #include "engine/zero/unit_gatherer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "engine/common/error.h"
 
 namespace mixtrain {
 
+std::vector<int64_t> gathered_buffer_sizes(const ParameterLayout& layout) {
+  const std::vector<ParameterUnit>& units = layout.units();
+  std::vector<int64_t> sizes = {units[ParameterLayout::kEmbeddingsUnit].padded_numel,
+                                units[layout.lnf_unit()].padded_numel};
+  const int64_t blocks = std::min<int64_t>(2, layout.layers());
+  for (int64_t i = 0; i < blocks; ++i) sizes.push_back(units[layout.block_unit(0)].padded_numel);
+  return sizes;
+}
+
 UnitGatherer::UnitGatherer(const ZeroContext& context, Tensor weights)
     : context_(context),
       weights_(std::move(weights)),
       buffers_(context.backend, weights_.dtype(), MemoryCategory::kGatheredParams),
-      gathered_(context.layout.units().size()) {}
+      gathered_(context.layout.units().size()) {
+  buffers_.reserve(gathered_buffer_sizes(context.layout));
+}
 
 UnitGatherer::~UnitGatherer() {
   try {

@@ -3,8 +3,8 @@
 // all-gathers a unit when the pass acquires it and frees it on release,
 // and, when a unit is acquired, starts gathering the unit the pass will
 // acquire next, so that gather runs while this unit computes. The gathered
-// buffers come from ReusedBuffers, so they are allocated in the first
-// step only.
+// buffers come from ReusedBuffers, reserved at construction as
+// gathered_buffer_sizes says (the planner counts the same).
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,11 @@
 #include "engine/zero/zero_context.h"
 
 namespace mixtrain {
+
+// The buffers (element counts, compute dtype) a UnitGatherer holds at its
+// peak: the embeddings (held for the head), the block in use and the one
+// gathered next, and ln_f's.
+std::vector<int64_t> gathered_buffer_sizes(const ParameterLayout& layout);
 
 class UnitGatherer {
  public:

@@ -76,7 +76,7 @@ ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, Zer
   grads_ = PlacedTensor(allocate(placement_.gradients, gpt.grad_dtype(), MemoryCategory::kGrads),
                         placement_.gradients.extent);
   reduction_ = make_gradient_reduction(context_, placement_, grads_, settings_);
-  if (placement_.weights.extent == Extent::kPartition)
+  if (placement_.gathers_each_unit())
     gatherer_ = std::make_unique<UnitGatherer>(context_, params_.tensor());
   if (placement_.optimizer.pool == MemoryPool::kHost) {
     host_optimizer_ = std::make_unique<HostOptimizer>(context_, optimizer_partition_, state_,

@@ -61,6 +61,9 @@ struct ZeroPlacement {
   bool gathers_updated_weights() const {
     return weights.extent == Extent::kFull && optimizer.extent == Extent::kPartition;
   }
+  // Each rank holds only its partition of the weights, so a pass gathers
+  // each unit's full weights as it goes (stage 3: UnitGatherer).
+  bool gathers_each_unit() const { return weights.extent == Extent::kPartition; }
   // Each rank holds every gradient after reduction, so checks over them
   // need no agreement between ranks (stage 0).
   bool every_rank_sees_every_gradient() const { return optimizer.extent == Extent::kFull; }

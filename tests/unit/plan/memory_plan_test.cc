@@ -2,8 +2,9 @@
 // formulas, over the parameters as the ranks pad them, for every stage
 // and offload; an absurd shape must say "too large" rather than wrap
 // around; and the alternatives it offers must each be a valid spec that
-// fits, cheapest first. (plan_accuracy_test holds the whole plan to
-// measured runs.)
+// fits, cheapest first; and the ZeRO pieces' buffers must be counted by
+// the functions the engine reserves them with (issue 32). (plan_accuracy_test
+// holds the whole plan to measured runs.)
 #include "engine/plan/memory_plan.h"
 
 #include <gtest/gtest.h>
@@ -12,12 +13,17 @@
 #include <set>
 #include <tuple>
 
+#include "engine/backend/backend.h"
 #include "engine/backend/device_reserve.h"
 #include "engine/common/error.h"
 #include "engine/data/token_source.h"
+#include "engine/model/gpt.h"
 #include "engine/model/gpt_config.h"
 #include "engine/model/parameter_layout.h"
 #include "engine/plan/plan_alternatives.h"
+#include "engine/zero/gradient_reduction.h"
+#include "engine/zero/unit_gatherer.h"
+#include "engine/zero/zero_engine.h"
 
 namespace mixtrain::plan {
 namespace {
@@ -259,6 +265,39 @@ TEST(PlanAlternatives, AreValidFitTheBudgetAndComeCheapestFirst) {
   EXPECT_EQ(describe(PlanChoice{3, config::OffloadTarget::kCpu, config::OffloadTarget::kNone,
                                 config::ActivationCheckpointing::kBlocks}),
             "zero.stage 3 + offload_optimizer cpu + activation_checkpointing blocks");
+}
+
+// The stage-3 gatherer and the reduce-scatter buckets reserve their
+// buffers when the engine is built, sized by gathered_buffer_sizes and
+// reduce_scatter_buffer_sizes; the planner counts the same functions, so
+// a rank holds exactly the planned bytes of both categories from the start.
+TEST(MemoryPlan, CountsTheZeroBuffersTheEngineReserves) {
+  for (const int stage : {0, 1, 2, 3}) {
+    config::JobSpec spec = small_spec();
+    spec.model.layers = 3;  // more blocks than either keeps at once
+    spec.zero.stage = stage;
+    const MemoryPlan plan = plan_memory(spec, cpu_target(1));
+    std::unique_ptr<Backend> backend = make_backend("cpu");
+    const Gpt gpt(*backend, gpt_config(spec.model), DType::kBF16, DType::kBF16, 1,
+                  config::ActivationCheckpointing::kNone);
+    const ZeroEngine engine(*backend, gpt, nullptr, zero_settings(spec.zero));
+    const ParameterLayout& layout = gpt.layout();
+    int64_t gathered = 0, buckets = 0;
+    if (stage == 3)
+      for (const int64_t numel : gathered_buffer_sizes(layout)) gathered += 2 * numel;
+    if (stage >= 2) {
+      for (const int64_t numel : reduce_scatter_buffer_sizes(layout, ZeroPartition(layout, 0, 1)))
+        buckets += 2 * numel;
+    }
+    const MemoryTracker& memory = backend->memory();
+    EXPECT_EQ(plan.at(MemoryPool::kDevice, MemoryCategory::kGatheredParams), gathered) << stage;
+    EXPECT_EQ(int64_t(memory.current(MemoryPool::kDevice, MemoryCategory::kGatheredParams)),
+              gathered)
+        << stage;
+    EXPECT_EQ(plan.at(MemoryPool::kDevice, MemoryCategory::kCommBuffers), buckets) << stage;
+    EXPECT_EQ(int64_t(memory.current(MemoryPool::kDevice, MemoryCategory::kCommBuffers)), buckets)
+        << stage;
+  }
 }
 
 }  // namespace
