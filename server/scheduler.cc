@@ -297,7 +297,7 @@ void Scheduler::tick_locked() {
   // Endings whose write failed (a locked database) are tried again.
   for (const auto& [job_id, attempt] : running_) {
     if (attempt.state == AttemptState::kEnding && !attempt.ending->queued)
-      commit_ending_locked(job_id);
+      queue_ending_locked(job_id);
   }
 }
 
@@ -424,8 +424,7 @@ void Scheduler::queue_preempt_locked(const std::string& job_id) {
            },
        .then =
            [this, job_id, number = attempt.attempt](const absl::Status& status) {
-             const auto it = running_.find(job_id);
-             if (it == running_.end() || it->second.attempt != number) return;
+             if (attempt_numbered_locked(job_id, number) == nullptr) return;
              if (status.ok()) metrics_->job_preempted();
              // Refused, it still runs: a later pass may preempt it again.
              dispatch_locked(job_id, status.ok() ? AttemptEvent::kPreemptCommitted
@@ -497,14 +496,13 @@ void Scheduler::start_attempt_locked(const JobRecord& job, const JobNeeds& needs
        .then =
            [this, job_id = job.id, number, started,
             min_loss_scale = needs.min_loss_scale](const absl::Status& status) {
-             const auto it = running_.find(job_id);
-             if (it == running_.end() || it->second.attempt != number)
-               return;  // cancelled meanwhile
-             Attempt& attempt = it->second;
-             if (status.ok() && attempt.state == AttemptState::kPlacing) {
+             Attempt* attempt = attempt_numbered_locked(job_id, number);
+             if (attempt == nullptr) return;  // cancelled meanwhile
+             if (status.ok() && attempt->state == AttemptState::kPlacing) {
                if (started->queued_seconds >= 0) metrics_->job_started(started->queued_seconds);
-               attempt.started_ms = now_unix_ms();
-               attempt.first_step_due_ms = attempt.started_ms + options_.first_step_timeout.count();
+               attempt->started_ms = now_unix_ms();
+               attempt->first_step_due_ms =
+                   attempt->started_ms + options_.first_step_timeout.count();
              }
              dispatch_locked(
                  job_id, status.ok() ? AttemptEvent::kStartCommitted : AttemptEvent::kStartRefused,
@@ -519,7 +517,7 @@ void Scheduler::send_starts_locked(const std::string& job_id, const Attempt& att
   rendezvous_->open_scope(scope, int64_t(attempt.ranks.size()));
   for (size_t rank = 0; rank < attempt.ranks.size(); ++rank) {
     WorkerEntry* worker = workers_.find(attempt.ranks[rank].worker_id);
-    if (worker == nullptr) continue;  // forgotten meanwhile: its rank is missed by the tick
+    if (worker == nullptr) continue;  // forgotten meanwhile, which failed the attempt
     v1::TaskCommand command;
     v1::Task& task = *command.mutable_start();
     task.set_job_id(job_id);
@@ -542,15 +540,19 @@ std::string Scheduler::after_failure_locked(const std::string& job_id) const {
   return failure == last_failure_.end() ? "" : " (after " + failure->second + ")";
 }
 
+Scheduler::Attempt* Scheduler::attempt_numbered_locked(const std::string& job_id, int32_t number) {
+  const auto it = running_.find(job_id);
+  return it == running_.end() || it->second.attempt != number ? nullptr : &it->second;
+}
+
 Scheduler::Attempt* Scheduler::attempt_of_locked(const v1::RunningTask& task,
                                                  const std::string& worker_id) {
-  const auto it = running_.find(task.job_id());
-  if (it == running_.end() || it->second.attempt != task.attempt() || task.rank() < 0 ||
-      size_t(task.rank()) >= it->second.ranks.size() ||
-      it->second.ranks[task.rank()].worker_id != worker_id) {
+  Attempt* attempt = attempt_numbered_locked(task.job_id(), task.attempt());
+  if (attempt == nullptr || task.rank() < 0 || size_t(task.rank()) >= attempt->ranks.size() ||
+      attempt->ranks[task.rank()].worker_id != worker_id) {
     return nullptr;
   }
-  return &it->second;
+  return attempt;
 }
 
 void Scheduler::send_cancel_locked(const std::string& worker_id, const std::string& job_id,
@@ -648,7 +650,7 @@ void Scheduler::dispatch_locked(const std::string& job_id, AttemptEvent event,
         stop_ranks_locked(job_id, details.reason, /*free_workers_now=*/true);
         break;
       case AttemptAction::kQueueEnding:
-        commit_ending_locked(job_id);
+        queue_ending_locked(job_id);
         break;
       case AttemptAction::kForget:
         running_.erase(it);  // the last action of any move
@@ -673,7 +675,7 @@ void Scheduler::succeed_locked(const std::string& job_id) {
        .ending = Ending{.succeeded = true, .summary_json = merge_rank_summaries(summaries)}});
 }
 
-void Scheduler::commit_ending_locked(const std::string& job_id) {
+void Scheduler::queue_ending_locked(const std::string& job_id) {
   Attempt& attempt = running_.at(job_id);
   Ending& ending = *attempt.ending;
   if (ending.queued) return;
@@ -731,9 +733,9 @@ void Scheduler::commit_ending_locked(const std::string& job_id) {
        },
        .then =
            [this, job_id, number = attempt.attempt, failed, restart](const absl::Status& status) {
-             const auto it = running_.find(job_id);
-             if (it == running_.end() || it->second.attempt != number || !it->second.ending) return;
-             Ending& ending = *it->second.ending;
+             Attempt* attempt = attempt_numbered_locked(job_id, number);
+             if (attempt == nullptr || !attempt->ending) return;
+             Ending& ending = *attempt->ending;
              ending.queued = false;
              // A job that is no longer RUNNING (cancelled meanwhile) or gone has
              // nothing left to record; any other error is retried by the tick.
@@ -1029,10 +1031,10 @@ absl::StatusOr<v1::ReportProgressResponse> Scheduler::report_progress(
            .then =
                [this, job_id = task.job_id(), number = attempt->attempt,
                 stored = attempt->progress.SerializeAsString()](const absl::Status& status) {
-                 const auto it = running_.find(job_id);
-                 if (status.ok() && it != running_.end() && it->second.attempt == number &&
-                     it->second.progress.SerializeAsString() == stored) {
-                   it->second.progress_stored = true;
+                 Attempt* attempt = attempt_numbered_locked(job_id, number);
+                 if (status.ok() && attempt != nullptr &&
+                     attempt->progress.SerializeAsString() == stored) {
+                   attempt->progress_stored = true;
                  }
                }});
     }

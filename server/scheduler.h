@@ -265,7 +265,7 @@ class Scheduler {
   // Queues the store write of the decided ending of `job_id`'s attempt;
   // once it committed the attempt is forgotten, and when it fails the
   // attempt is kept and the tick queues it again.
-  void commit_ending_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void queue_ending_locked(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells each rank of `job_id`'s attempt still running to stop
   // (`reason`), frees or schedules the release of its worker, drops the
   // rendezvous scope.
@@ -276,6 +276,11 @@ class Scheduler {
   v1::Worker listed_locked(const WorkerEntry& entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // " (after attempt N failed: ...)" for a restarted job, else "".
   std::string after_failure_locked(const std::string& job_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Attempt `number` of `job_id` while it is still the job's attempt in
+  // flight (a store write's continuation finds it gone once it ended), or
+  // nullptr.
+  Attempt* attempt_numbered_locked(const std::string& job_id, int32_t number)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The attempt running `task` on `worker_id`, or nullptr.
   Attempt* attempt_of_locked(const v1::RunningTask& task, const std::string& worker_id)
