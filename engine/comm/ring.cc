@@ -29,4 +29,9 @@ int64_t ring_sent_elements(CommOp op, int64_t n, int world_size, int rank, int r
   return 0;
 }
 
+size_t ring_reduce_scatter_scratch_bytes(int64_t n, int world_size, DType dtype) {
+  if (world_size <= 1) return 0;
+  return 2 * static_cast<size_t>(ring_chunk(n, world_size, 0).size) * dtype_size(dtype);
+}
+
 }  // namespace mixtrain

@@ -6,9 +6,11 @@
 // or all-gather.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/comm/comm_stats.h"
+#include "engine/numerics/dtype.h"
 
 namespace mixtrain {
 
@@ -28,5 +30,12 @@ RingChunk ring_chunk(int64_t n, int world_size, int64_t chunk);
 // from every rank but root's predecessor; barrier sends world_size - 1
 // bytes. 0 for world_size 1.
 int64_t ring_sent_elements(CommOp op, int64_t n, int world_size, int rank, int root);
+
+// Scratch bytes a ring reduce-scatter (or the all-reduce that starts with
+// one) of n elements of `dtype` takes: two chunk buffers, one receiving
+// while the other, just reduced, is sent; none for one rank, which runs no
+// ring. The memory planner counts what the Gloo communicator allocates by
+// this.
+size_t ring_reduce_scatter_scratch_bytes(int64_t n, int world_size, DType dtype);
 
 }  // namespace mixtrain

@@ -7,6 +7,7 @@
 
 #include "engine/backend/cuda_workspace.h"
 #include "engine/backend/device_reserve.h"
+#include "engine/comm/ring.h"
 #include "engine/common/error.h"
 #include "engine/data/train_val_split.h"
 #include "engine/model/gpt_activations.h"
@@ -170,7 +171,7 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
       activation_bytes(d, model, dtype, spec.train.activation_checkpointing));
 
   // The buffers the ZeRO pieces reserve, by the functions they size them
-  // with; the ring's two chunk buffers (ring_collectives.cc) beside them.
+  // with; the ring's two chunk buffers (ring.h) beside them.
   const auto total = [](const std::vector<int64_t>& sizes) {
     int64_t sum = 0;
     for (const int64_t numel : sizes) sum = checked_sum({sum, numel}, "ZeRO buffers");
@@ -183,10 +184,12 @@ MemoryPlan plan_memory(const config::JobSpec& spec, const PlanTarget& target) {
   if (reduction_strategy(placement) == ReductionStrategy::kReduceScatterBuckets) {
     const ZeroPartition partition(layout, 0, static_cast<int>(ranks));
     const int64_t block = layout.units()[layout.block_unit(0)].padded_numel;
-    const int64_t ring = ranks > 1 ? 2 * ((block + ranks - 1) / ranks) : 0;
     add(MemoryPool::kDevice, MemoryCategory::kCommBuffers,
-        checked_product({e, total(reduce_scatter_buffer_sizes(layout, partition)) + ring},
+        checked_product({e, total(reduce_scatter_buffer_sizes(layout, partition))},
                         "comm buffers"));
+    add(MemoryPool::kDevice, MemoryCategory::kCommBuffers,
+        static_cast<int64_t>(
+            ring_reduce_scatter_scratch_bytes(block, static_cast<int>(ranks), dtype)));
   }
   add(MemoryPool::kDevice, MemoryCategory::kWorkspace,
       target.cuda ? cuda_workspace_bytes(d, dtype) : cpu_workspace_bytes(d, target));

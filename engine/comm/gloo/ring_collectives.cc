@@ -19,11 +19,6 @@ constexpr size_t kBroadcastSegmentBytes = size_t{1} << 20;
 
 }  // namespace
 
-size_t ring_reduce_scatter_scratch_bytes(int64_t n, int world_size, DType dtype) {
-  // Two chunk buffers: one receives while the other, just reduced, is sent.
-  return 2 * static_cast<size_t>(ring_chunk(n, world_size, 0).size) * dtype_size(dtype);
-}
-
 void ring_reduce_scatter(RingLink& link, const std::byte* in, std::byte* out, int64_t n,
                          DType dtype, ReduceOp op, std::byte* scratch) {
   const int world = link.size();

@@ -15,14 +15,11 @@
 
 namespace mixtrain {
 
-// Scratch bytes ring_reduce_scatter needs for n elements of `dtype`.
-size_t ring_reduce_scatter_scratch_bytes(int64_t n, int world_size, DType dtype);
-
 // out (chunk link.rank() of n elements, ring.h) = op over every rank's
 // `in` chunk, in fp32 rounded to dtype after each hop: the chunk c sum
 // starts at rank c+1 and adds ranks c+2, ..., c in ring order. `in` is
 // read only; out may be in's own chunk. Takes `scratch` of
-// ring_reduce_scatter_scratch_bytes().
+// ring_reduce_scatter_scratch_bytes() (ring.h).
 void ring_reduce_scatter(RingLink& link, const std::byte* in, std::byte* out, int64_t n,
                          DType dtype, ReduceOp op, std::byte* scratch);
 
