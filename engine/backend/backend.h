@@ -14,11 +14,14 @@
 //  * Ops are enqueued on the compute stream. Methods that return a value to
 //    the host (sum_squares, unscale_and_check) synchronize it.
 //  * Shape or dtype mismatches throw EngineError(kInvalidArgument) naming
-//    the op and the tensor.
+//    the op and the tensor. The ops are not virtual: each checks its
+//    arguments once for every backend (backend_ops.cc), then calls the
+//    backend's do_ implementation (the protected virtuals below).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -99,6 +102,36 @@ struct NonFiniteCheck {
   bool is_nan = false;     // that tensor's first non-finite element was NaN
 };
 
+// The ops whose support a backend may deny (Backend::supports).
+enum class BackendOp {
+  kCast,
+  kFill,
+  kAdd,
+  kMatmul,
+  kBiasBackward,
+  kAmax,
+  kQuantizeFp8,
+  kMxQuantize,
+  kDequantizeFp8,
+  kMatmulFp8,
+  kEmbeddingForward,
+  kEmbeddingBackward,
+  kLayernormForward,
+  kLayernormBackward,
+  kGeluForward,
+  kGeluBackward,
+  kAttentionForward,
+  kAttentionBackward,
+  kSoftmaxCrossEntropy,
+  kAdamwUpdate,
+};
+
+// What Backend::supports answers: supported, or the reason it is not.
+struct OpSupport {
+  bool supported = true;
+  std::string reason;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -113,9 +146,18 @@ class Backend {
   // PyTorch's allow_tf32); off by default. The CPU backend computes fp32
   // GEMMs in fp32 either way.
   virtual void allow_tf32(bool allowed) = 0;
-  // Why this backend cannot run compute fp8, or nullopt when it can: the
-  // CPU always can; a CUDA device needs fp8 tensor cores (sm_89 or newer).
-  virtual std::optional<std::string> fp8_unsupported_reason() const { return std::nullopt; }
+  // Whether this backend can run `op` on tensors of `dtypes` (the op's
+  // tensors in the order the op takes them, as require_support passes
+  // them), and why not when it cannot, as ggml's supports_op: callers ask
+  // before they plan on an op (the trainer before compute fp8), and the op
+  // itself refuses (kInvalidArgument) what this says no to. The CPU runs
+  // everything; a CUDA device below sm_89 has no fp8 tensor cores for
+  // matmul_fp8.
+  virtual OpSupport supports(BackendOp op, std::span<const DType> dtypes) const {
+    (void)op;
+    (void)dtypes;
+    return {};
+  }
   // Keeps `bytes` of the device for memory allocated outside this backend
   // (device_reserve.h: the CUDA context, NCCL's buffers): from now on the
   // backend's pool gives back, at each synchronisation, what it holds
@@ -137,8 +179,7 @@ class Backend {
   Tensor zeros(const Shape& shape, DType dtype, MemoryCategory category,
                MemoryPool pool = MemoryPool::kDevice);
   // Copies src into dst (same dtype and numel; any pools) on `stream`.
-  virtual void copy(const Tensor& dst, const Tensor& src,
-                    StreamKind stream = StreamKind::kCompute) = 0;
+  void copy(const Tensor& dst, const Tensor& src, StreamKind stream = StreamKind::kCompute);
   // Synchronous copies between host memory and a tensor of any pool.
   virtual void copy_from_host(const Tensor& dst, const void* src) = 0;
   virtual void copy_to_host(void* dst, const Tensor& src) = 0;
@@ -152,35 +193,34 @@ class Backend {
 
   // ---- elementwise and data movement -----------------------------------
   // dst = src converted (fp32/fp16/bf16/fp8 in any direction; fp8 saturates).
-  virtual void cast(const Tensor& dst, const Tensor& src) = 0;
+  void cast(const Tensor& dst, const Tensor& src);
   // Every element of t (compute dtype) set to value.
-  virtual void fill(const Tensor& t, float value) = 0;
+  void fill(const Tensor& t, float value);
   // Every byte of t set to 0 (any dtype). On a host-pool tensor it is done
   // when the call returns, so host code may read it at once.
-  virtual void set_zero(const Tensor& t) = 0;
+  void set_zero(const Tensor& t);
   // out = a + b elementwise (residual add); out may alias a or b.
-  virtual void add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;
+  void add(const Tensor& out, const Tensor& a, const Tensor& b);
 
   // ---- GEMM -------------------------------------------------------------
   // C = alpha * op(A) op(B) + beta * C (+ bias on every row), fp32 accumulate.
   // 2-D: op(A) (M,K), op(B) (K,N), C (M,N). 3-D: the same per batch index,
   // A, B, C all (batch, ., .). A and B share one dtype; C any compute dtype.
-  virtual void matmul(const Tensor& c, const Tensor& a, const Tensor& b,
-                      const MatmulOptions& options = {}) = 0;
+  void matmul(const Tensor& c, const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
   // dbias (N) += column sums of dout (M,N): the bias gradient of matmul.
-  virtual void bias_backward(const Tensor& dbias, const Tensor& dout) = 0;
+  void bias_backward(const Tensor& dbias, const Tensor& dout);
 
   // ---- fp8 ----------------------------------------------------------------
   // Largest |x| of a compute tensor (NaN ignored, inf counts); synchronizes.
-  virtual float amax(const Tensor& src) = 0;
+  float amax(const Tensor& src);
   // codes (fp8 dtype, src's numel) = src (compute dtype) * scale rounded to
   // fp32 once and cast saturating (numerics/fp8_scaling.h), folding src's
   // amax (a max) and the count of saturated elements (a sum) into slot
   // `slot` of `stats` (fp8_stats_tensor's layout, zeroed by set_zero)
   // without waiting for the device: a training step gathers every
   // quantization's figures and reads them once (read_fp8_stats).
-  virtual void quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
-                                 const Tensor& stats, int64_t slot) = 0;
+  void quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale, const Tensor& stats,
+                         int64_t slot);
   // quantize_fp8_into one fresh slot, read back: src's amax and the count
   // of saturated elements; synchronizes.
   Fp8QuantizeStats quantize_fp8(const Tensor& codes, const Tensor& src, float scale);
@@ -193,82 +233,125 @@ class Backend {
   // MXFP8 (numerics/mx_scaling.h): src (rows, cols) compute dtype into codes
   // (fp8 dtype, same shape) and block_scales (e8m0, mx_scale_count) with
   // blocks along `axis`. Returns the count of clamped elements; synchronizes.
-  virtual int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
-                              MxAxis axis) = 0;
+  int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
+                      MxAxis axis);
   // dst (compute dtype, codes' numel) = the values of `src`: per tensor
   // code * (1 / scale) (Transformer Engine's scale_inv), per MX block
   // code * 2^(s - 127); the product rounded to fp32, then to dst.
-  virtual void dequantize_fp8(const Tensor& dst, const Fp8Operand& src) = 0;
+  void dequantize_fp8(const Tensor& dst, const Fp8Operand& src);
   // The scaled fp8 GEMM: C = alpha * op(A) op(B) + beta * C (+ bias) with
   // A and B the values of two fp8 operands (2-D, shapes as matmul's),
   // products accumulated in fp32. MX operands are blocked along the
   // reduction dimension: A along rows (along columns with trans_a), B
   // along columns (along rows with trans_b). options.bias_grad is refused
   // (the bias gradient belongs to the unquantized output gradient).
-  // This implementation, which every backend may keep, is the arithmetic of
+  // The shared do_matmul_fp8, which every backend may keep, is the arithmetic of
   // an fp8 tensor core: it dequantizes to bf16 workspace (fp8 values are
   // exact in bf16; per-tensor codes unscaled, the two 1/scale folded into
   // alpha; MX values code * 2^e, exact unless below bf16's normal range)
   // and runs the bf16 matmul.
-  virtual void matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
-                          const MatmulOptions& options = {});
+  void matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
+                  const MatmulOptions& options = {});
 
   // ---- GPT layers -------------------------------------------------------
   // out (N,C) = table[ids] (table (V,C), ids (N) int32); accumulate adds.
-  virtual void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
-                                 bool accumulate) = 0;
+  void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                         bool accumulate);
   // dtable[ids[i]] += dout[i] (scatter-add).
-  virtual void embedding_backward(const Tensor& dtable, const Tensor& dout,
-                                  const Tensor& ids) = 0;
+  void embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids);
   // out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N) fp32 saved.
-  virtual void layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
-                                 const Tensor& inp, const Tensor& weight, const Tensor& bias,
-                                 float eps = 1e-5f) = 0;
-  virtual void layernorm_backward(const Tensor& dinp, const Tensor& dweight,
-                                  const Tensor& dbias, const Tensor& dout, const Tensor& inp,
-                                  const Tensor& weight, const Tensor& mean,
-                                  const Tensor& rstd) = 0;
+  void layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                         float eps = 1e-5f);
+  void layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
+                          const Tensor& dout, const Tensor& inp, const Tensor& weight,
+                          const Tensor& mean, const Tensor& rstd);
   // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-  virtual void gelu_forward(const Tensor& out, const Tensor& inp) = 0;
-  virtual void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) = 0;
+  void gelu_forward(const Tensor& out, const Tensor& inp);
+  void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp);
   // Causal multi-head self-attention. qkv (B,T,3C) holds q, k, v side by
   // side, each (B,T,NH,HS); att (B,NH,T,T) receives the softmax
   // probabilities (saved for backward); out (B,T,C) = att @ v per head.
-  virtual void attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
-                                 int n_head) = 0;
-  virtual void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
-                                  const Tensor& att, int n_head) = 0;
+  void attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv, int n_head);
+  void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                          const Tensor& att, int n_head);
   // losses (N) fp32 = -log softmax(logits)[target] per row (logits (N,V),
   // targets (N) int32). When dlogits is given (it may alias logits), it is
   // overwritten with dloss * (softmax - onehot(target)); softmax in fp32.
   // classes > 0 (at most V): only the first `classes` columns are the
   // distribution; the rest, a vocabulary's padding, are left out of the
   // softmax and get a zero gradient. 0: all V columns.
-  virtual void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
-                                     const Tensor& logits, const Tensor& targets, float dloss,
-                                     int64_t classes = 0) = 0;
+  void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits, const Tensor& logits,
+                             const Tensor& targets, float dloss, int64_t classes = 0);
 
   // ---- optimizer and mixed precision -----------------------------------
   // One AdamW step (PyTorch torch.optim.AdamW semantics) on fp32 master, m,
   // v with gradient grad * config.grad_scale (any compute dtype). When
   // param_out is given it receives the updated weights in its dtype.
-  virtual void adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
-                            const Tensor& grad, const AdamWConfig& config,
-                            const Tensor* param_out) = 0;
+  void adamw_update(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grad,
+                    const AdamWConfig& config, const Tensor* param_out);
   // Sum of squares of every element of every tensor, accumulated in fp64.
-  virtual double sum_squares(std::span<const Tensor> tensors) = 0;
+  double sum_squares(std::span<const Tensor> tensors);
   // Counts the elements of every tensor (compute dtypes or fp8 codes, each
   // its own) into one histogram of magnitudes (numerics/magnitude_histogram.h),
   // each tensor's subnormals judged by its own dtype; synchronizes.
-  virtual MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors) = 0;
+  MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors);
   // Multiplies every tensor by inv_scale in place and reports the first
   // tensor holding an inf or NaN afterwards (all tensors are still scaled).
-  virtual NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors,
-                                           float inv_scale) = 0;
+  NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors, float inv_scale);
 
  protected:
+  // ---- the implementations ---------------------------------------------
+  // What each backend computes for the op of the same name, called by it
+  // after the arguments passed its checks (backend_ops.cc): an
+  // implementation checks no argument again.
+  virtual void do_copy(const Tensor& dst, const Tensor& src, StreamKind stream) = 0;
+  virtual void do_cast(const Tensor& dst, const Tensor& src) = 0;
+  virtual void do_fill(const Tensor& t, float value) = 0;
+  virtual void do_set_zero(const Tensor& t) = 0;
+  virtual void do_add(const Tensor& out, const Tensor& a, const Tensor& b) = 0;
+  virtual void do_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
+                         const MatmulOptions& options) = 0;
+  virtual void do_bias_backward(const Tensor& dbias, const Tensor& dout) = 0;
+  virtual float do_amax(const Tensor& src) = 0;
+  virtual void do_quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
+                                    const Tensor& stats, int64_t slot) = 0;
+  virtual int64_t do_mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
+                                 MxAxis axis) = 0;
+  virtual void do_dequantize_fp8(const Tensor& dst, const Fp8Operand& src) = 0;
+  virtual void do_matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
+                             const MatmulOptions& options);
+  virtual void do_embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                                    bool accumulate) = 0;
+  virtual void do_embedding_backward(const Tensor& dtable, const Tensor& dout,
+                                     const Tensor& ids) = 0;
+  virtual void do_layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                    const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                                    float eps) = 0;
+  virtual void do_layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
+                                     const Tensor& dout, const Tensor& inp, const Tensor& weight,
+                                     const Tensor& mean, const Tensor& rstd) = 0;
+  virtual void do_gelu_forward(const Tensor& out, const Tensor& inp) = 0;
+  virtual void do_gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) = 0;
+  virtual void do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
+                                    int n_head) = 0;
+  virtual void do_attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                     const Tensor& att, int n_head) = 0;
+  virtual void do_softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
+                                        const Tensor& logits, const Tensor& targets, float dloss,
+                                        int64_t classes) = 0;
+  virtual void do_adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
+                               const Tensor& grad, const AdamWConfig& config,
+                               const Tensor* param_out) = 0;
+  virtual double do_sum_squares(std::span<const Tensor> tensors) = 0;
+  virtual MagnitudeHistogram do_magnitude_histogram(std::span<const Tensor> tensors) = 0;
+  virtual NonFiniteCheck do_unscale_and_check(std::span<const Tensor> tensors, float inv_scale) = 0;
+
   Backend(std::shared_ptr<Allocator> allocator)
       : allocator_(std::move(allocator)), tracker_(std::make_shared<MemoryTracker>()) {}
+  // Throws EngineError(kInvalidArgument) "op: reason" when supports(kind,
+  // dtypes) says no.
+  void require_support(const char* op, BackendOp kind, std::initializer_list<DType> dtypes) const;
   // One GEMM took a slower path (gemm_fallbacks).
   void count_gemm_fallback() { gemm_fallbacks_.fetch_add(1, std::memory_order_relaxed); }
 

@@ -2,12 +2,9 @@
 // the operands' values, exact in bf16, go through the backend's own bf16
 // GEMM, so a backend needs only its dequantize op to multiply in fp8.
 #include "engine/backend/backend.h"
-#include "engine/backend/op_checks.h"
 
 namespace mixtrain {
 namespace {
-
-constexpr const char* kOp = "matmul_fp8";
 
 // The operand's values in bf16 workspace: per-tensor codes as they are
 // (their 1/scale goes to alpha), MX blocks scaled.
@@ -21,9 +18,8 @@ Tensor dequantized(Backend& backend, const Fp8Operand& operand) {
 
 }  // namespace
 
-void Backend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
-                         const MatmulOptions& options) {
-  op_checks::check_matmul_fp8(kOp, c, a, b, options);
+void Backend::do_matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
+                            const MatmulOptions& options) {
   MatmulOptions scaled = options;
   if (!a.block_scales.defined()) scaled.alpha *= 1.0f / a.scale;
   if (!b.block_scales.defined()) scaled.alpha *= 1.0f / b.scale;

@@ -135,13 +135,17 @@ void check_bias_grad(const char* op, const Tensor& a, bool trans_a, const Tensor
   check_shape(op, "bias_grad", *bias_grad, {a.dim(1)});
 }
 
+GemmShape gemm_shape(const Fp8Operand& a, const Fp8Operand& b, const MatmulOptions& options) {
+  return {options.trans_a ? a.codes.dim(1) : a.codes.dim(0),
+          options.trans_a ? a.codes.dim(0) : a.codes.dim(1),
+          options.trans_b ? b.codes.dim(0) : b.codes.dim(1)};
+}
+
 GemmShape check_matmul_fp8(const char* op, const Tensor& c, const Fp8Operand& a,
                            const Fp8Operand& b, const MatmulOptions& options) {
   check_fp8_operand(op, "a", a);
   check_fp8_operand(op, "b", b);
-  const GemmShape s{options.trans_a ? a.codes.dim(1) : a.codes.dim(0),
-                    options.trans_a ? a.codes.dim(0) : a.codes.dim(1),
-                    options.trans_b ? b.codes.dim(0) : b.codes.dim(1)};
+  const GemmShape s = gemm_shape(a, b, options);
   const auto check_reduction_axis = [&](const char* name, const Fp8Operand& operand,
                                         MxAxis reduction) {
     if (operand.block_scales.defined() && operand.block_axis != reduction) {
@@ -168,6 +172,67 @@ GemmShape check_matmul_fp8(const char* op, const Tensor& c, const Fp8Operand& a,
          "output gradient");
   }
   return s;
+}
+
+void check_matmul(const char* op, const Tensor& c, const Tensor& a, const Tensor& b,
+                  const MatmulOptions& options) {
+  const std::string at = std::string(op) + ": ";
+  check_float(op, "a", a);
+  check_float(op, "b", b);
+  check_float(op, "c", c);
+  MIXTRAIN_CHECK_ARG(c.ndim() == 2 || c.ndim() == 3,
+                     at + "c " + c.describe() + " must be 2-D (M,N) or 3-D (batch,M,N)");
+  MIXTRAIN_CHECK_ARG(a.ndim() == c.ndim() && b.ndim() == c.ndim(),
+                     at + "a " + a.describe() + ", b " + b.describe() + " and c " + c.describe() +
+                         " must all be 2-D or all 3-D");
+  MIXTRAIN_CHECK_ARG(a.dtype() == b.dtype(),
+                     at + "a " + a.describe() + " and b " + b.describe() + " must share one dtype");
+  const auto overlaps = [](const Tensor& x, const Tensor& y) {
+    const char* x0 = static_cast<const char*>(x.data());
+    const char* y0 = static_cast<const char*>(y.data());
+    return x0 < y0 + y.nbytes() && y0 < x0 + x.nbytes();
+  };
+  MIXTRAIN_CHECK_ARG(!overlaps(c, a) && !overlaps(c, b),
+                     at + "c " + c.describe() + " overlaps an input");
+  if (c.ndim() == 3) {
+    MIXTRAIN_CHECK_ARG(a.dim(0) == c.dim(0) && b.dim(0) == c.dim(0),
+                       at + "batch sizes differ: a " + a.describe() + ", b " + b.describe() +
+                           ", c " + c.describe());
+  }
+  const int64_t m = c.dim(-2), n = c.dim(-1);
+  const int64_t a_rows = options.trans_a ? a.dim(-1) : a.dim(-2);
+  const int64_t k = options.trans_a ? a.dim(-2) : a.dim(-1);
+  const int64_t b_rows = options.trans_b ? b.dim(-1) : b.dim(-2);
+  const int64_t b_cols = options.trans_b ? b.dim(-2) : b.dim(-1);
+  MIXTRAIN_CHECK_ARG(a_rows == m, at + "op(a) of a " + a.describe() + " is " +
+                                      shape_string({a_rows, k}) + " but c " + c.describe() +
+                                      " has " + std::to_string(m) + " rows");
+  MIXTRAIN_CHECK_ARG(b_rows == k, at + "inner dimensions differ: op(a) of a " + a.describe() +
+                                      " is " + shape_string({a_rows, k}) + ", op(b) of b " +
+                                      b.describe() + " is " + shape_string({b_rows, b_cols}));
+  MIXTRAIN_CHECK_ARG(b_cols == n, at + "op(b) of b " + b.describe() + " is " +
+                                      shape_string({b_rows, b_cols}) + " but c " + c.describe() +
+                                      " has " + std::to_string(n) + " columns");
+  if (options.bias != nullptr) {
+    const Tensor& bias = *options.bias;
+    check_shape(op, "bias", bias, {n});
+    MIXTRAIN_CHECK_ARG(
+        bias.dtype() == DType::kF32 || bias.dtype() == c.dtype(),
+        at + "bias " + bias.describe() + " must be fp32 or c's dtype (c " + c.describe() + ")");
+    MIXTRAIN_CHECK_ARG(!overlaps(c, bias), at + "c " + c.describe() + " overlaps the bias");
+  }
+  check_gelu_out(op, c, options.gelu_out);
+  check_bias_grad(op, a, options.trans_a, options.bias_grad);
+}
+
+RowShape row_shape(const Tensor& inp) {
+  const int64_t channels = inp.dim(-1);
+  return {channels == 0 ? 0 : inp.numel() / channels, channels};
+}
+
+AttentionShape attention_shape(const Tensor& qkv, int n_head) {
+  const int64_t channels = qkv.dim(2) / 3;
+  return {qkv.dim(0), qkv.dim(1), channels, n_head, channels / n_head};
 }
 
 int64_t checked_classes(const char* op, int64_t classes, int64_t columns) {

@@ -45,11 +45,34 @@ struct GemmShape {
   int64_t m, k, n;
 };
 
+// The sizes of matmul_fp8's product (computed, not checked).
+GemmShape gemm_shape(const Fp8Operand& a, const Fp8Operand& b, const MatmulOptions& options);
+
 // matmul_fp8's arguments (backend.h): two valid fp8 operands, MX blocks
 // along the reduction dimension, 2-D shapes that make a product into C
 // (fp32/fp16/bf16), bias (n) and gelu_out as matmul's, no bias_grad.
 GemmShape check_matmul_fp8(const char* op, const Tensor& c, const Fp8Operand& a,
                            const Fp8Operand& b, const MatmulOptions& options);
+
+// matmul's arguments (backend.h): A, B and C of fp32/fp16/bf16, all 2-D
+// or all 3-D with one batch, A and B of one dtype, op(A) (M,K) op(B) (K,N)
+// into C (M,N) sharing no byte with A or B; bias (N) of fp32 or C's dtype,
+// apart from C; gelu_out and bias_grad as check_gelu_out and check_bias_grad.
+void check_matmul(const char* op, const Tensor& c, const Tensor& a, const Tensor& b,
+                  const MatmulOptions& options);
+
+// The sizes of causal self-attention over qkv (B,T,3C) with n_head heads,
+// as the attention ops' checks establish them (computed, not checked).
+struct AttentionShape {
+  int64_t batch, seq, channels, heads, head_size;
+};
+AttentionShape attention_shape(const Tensor& qkv, int n_head);
+
+// The (N,C) rows of a layernorm's `inp` (computed, not checked).
+struct RowShape {
+  int64_t rows, channels;
+};
+RowShape row_shape(const Tensor& inp);
 
 // t's dtype is exactly `dtype`.
 void check_dtype(const char* op, const char* name, const Tensor& t, DType dtype);

@@ -103,8 +103,9 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
 
   backend_.allow_tf32(spec_.precision.tf32);
   if (fp8_linear_) {
-    if (const std::optional<std::string> reason = backend_.fp8_unsupported_reason())
-      throw EngineError(ErrorCode::kInvalidArgument, "precision.compute fp8: " + *reason);
+    const DType codes[] = {DType::kFP8E4M3, DType::kFP8E4M3, spec_.precision.compute};
+    if (const OpSupport fp8 = backend_.supports(BackendOp::kMatmulFp8, codes); !fp8.supported)
+      throw EngineError(ErrorCode::kInvalidArgument, "precision.compute fp8: " + fp8.reason);
     gpt_.set_fp8(fp8_linear_.get(), !config::effective_fp8(spec_.precision).skip_first_last);
   }
   const DType compute = spec_.precision.compute;

@@ -330,6 +330,32 @@ TEST(CudaEmulationEdgeSizes, Fp8GemmsRunOnCublasLtFp8KernelsInTheTnLayout) {
 // without it and a rank-1 GEMM adds it; with a GELU after the bias the
 // layer takes the shared path, counted in gemm_fallbacks (issue 31: it
 // once fell back silently).
+// Below sm_89 a device has no fp8 tensor cores: it says so through
+// supports(), which the trainer asks before compute fp8, and matmul_fp8
+// refuses with the same reason; the CPU and every other op run.
+TEST(CudaEmulationEdgeSizes, Fp8GemmsAreRefusedWithoutFp8TensorCores) {
+  setenv("MIXTRAIN_EMULATED_SM", "86", 1);
+  Backends b;
+  setenv("MIXTRAIN_EMULATED_SM", "90", 1);
+  const DType dtypes[] = {DType::kFP8E4M3, DType::kFP8E4M3, DType::kBF16};
+  const OpSupport fp8 = b.cuda->supports(BackendOp::kMatmulFp8, dtypes);
+  EXPECT_FALSE(fp8.supported);
+  EXPECT_NE(fp8.reason.find("sm_86) has no fp8 tensor cores"), std::string::npos) << fp8.reason;
+  EXPECT_TRUE(b.cuda->supports(BackendOp::kMatmul, dtypes).supported);
+  EXPECT_TRUE(b.cpu->supports(BackendOp::kMatmulFp8, dtypes).supported);
+  auto operand = [&](const Shape& shape) {
+    return Fp8Operand{b.cuda->zeros(shape, DType::kFP8E4M3, MemoryCategory::kWorkspace), 1.0f};
+  };
+  const Tensor c = b.cuda->zeros({32, 48}, DType::kBF16, MemoryCategory::kWorkspace);
+  try {
+    b.cuda->matmul_fp8(c, operand({32, 64}), operand({64, 48}));
+    ADD_FAILURE() << "matmul_fp8 ran on sm_86";
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()), "matmul_fp8: " + fp8.reason);
+  }
+}
+
 TEST(CudaEmulationEdgeSizes, Fp8GemmsWithFp32OutputAddTheirBiasAfter) {
   Backends b;
   const int64_t m = 32, k = 64, n = 48;

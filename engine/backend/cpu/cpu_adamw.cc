@@ -11,17 +11,12 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_elementwise.h"
 #include "engine/backend/cpu/cpu_fp32_view.h"
-#include "engine/backend/op_checks.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/common/cpu_features.h"
 #include "engine/numerics/convert.h"
 
 namespace mixtrain {
 
-using op_checks::check_dtype;
-using op_checks::check_float;
-using op_checks::check_numel;
-using op_checks::check_same_or_disjoint;
 using cpu_ops::Fp32View;
 using cpu_ops::kElementwiseChunk;
 using cpu_ops::parallel_chunks;
@@ -79,26 +74,10 @@ MIXTRAIN_MULTIVERSION void adamw_span(float* param, float* m, float* v, const fl
 
 }  // namespace
 
-void CpuBackend::adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
-                              const Tensor& grad, const AdamWConfig& config,
-                              const Tensor* param_out) {
-  constexpr const char* kOp = "adamw_update";
-  check_dtype(kOp, "master", master, DType::kF32);
-  check_dtype(kOp, "m", m, DType::kF32);
-  check_dtype(kOp, "v", v, DType::kF32);
-  check_float(kOp, "grad", grad);
+void CpuBackend::do_adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
+                                 const Tensor& grad, const AdamWConfig& config,
+                                 const Tensor* param_out) {
   const int64_t numel = master.numel();
-  check_numel(kOp, "m", m, numel);
-  check_numel(kOp, "v", v, numel);
-  check_numel(kOp, "grad", grad, numel);
-  if (param_out != nullptr) {
-    check_float(kOp, "param_out", *param_out);
-    check_numel(kOp, "param_out", *param_out, numel);
-    check_same_or_disjoint(kOp, "param_out", *param_out, "master", master);
-  }
-  MIXTRAIN_CHECK_ARG(config.step >= 1,
-            std::string(kOp) + ": step " + std::to_string(config.step) + " must be >= 1");
-
   const AdamWScalars scalars = adamw_scalars(config);
   const ThreadScratch scratch(*this, kElementwiseChunk);
   const Fp32View grad_view(grad);

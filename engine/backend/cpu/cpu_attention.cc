@@ -24,58 +24,14 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_gemm.h"
 #include "engine/backend/cpu/cpu_math.h"
+#include "engine/backend/op_checks.h"
 #include "engine/common/cpu_features.h"
 #include "engine/numerics/convert.h"
 
 namespace mixtrain {
 namespace {
 
-struct AttentionDims {
-  int64_t batch = 0;      // B
-  int64_t seq = 0;        // T
-  int64_t channels = 0;   // C
-  int64_t heads = 0;      // NH
-  int64_t head_size = 0;  // HS
-};
-
-[[noreturn]] void invalid(const std::string& message) {
-  throw EngineError(ErrorCode::kInvalidArgument, message);
-}
-
-// The checks below format their messages only when they fail.
-void check_float(const char* op, const char* name, const Tensor& t) {
-  if (!t.defined()) invalid(std::string(op) + ": " + name + " is undefined");
-  if (!is_float_compute(t.dtype()) || t.device_type() != DeviceType::kCpu) {
-    invalid(std::string(op) + ": " + name + " " + t.describe() +
-            " must be fp32, fp16 or bf16 in CPU memory");
-  }
-}
-
-void check_shape(const char* op, const char* name, const Tensor& t, const Shape& expected) {
-  check_float(op, name, t);
-  if (t.shape() != expected) {
-    invalid(std::string(op) + ": " + name + " " + t.describe() + " must be " +
-            shape_string(expected));
-  }
-}
-
-AttentionDims attention_dims(const char* op, const Tensor& qkv, int n_head) {
-  check_float(op, "qkv", qkv);
-  if (qkv.ndim() != 3 || qkv.dim(2) % 3 != 0) {
-    invalid(std::string(op) + ": qkv " + qkv.describe() + " must be (B,T,3C)");
-  }
-  AttentionDims d;
-  d.batch = qkv.dim(0);
-  d.seq = qkv.dim(1);
-  d.channels = qkv.dim(2) / 3;
-  d.heads = n_head;
-  if (n_head <= 0 || d.channels % n_head != 0) {
-    invalid(std::string(op) + ": n_head " + std::to_string(n_head) +
-            " must divide C = " + std::to_string(d.channels) + " of qkv " + qkv.describe());
-  }
-  d.head_size = d.channels / n_head;
-  return d;
-}
+using op_checks::AttentionShape;
 
 // dtype of the GEMM operands (see the top of the file).
 DType operand_dtype(DType qkv) { return qkv == DType::kBF16 ? DType::kBF16 : DType::kF32; }
@@ -83,7 +39,7 @@ DType operand_dtype(DType qkv) { return qkv == DType::kBF16 ? DType::kBF16 : DTy
 // One row of `parts` * C elements split by head: dst[part][b][h][t][:] =
 // src[b][t][part * C + h * HS + :].
 template <class TSrc, class TDst>
-MIXTRAIN_MULTIVERSION void split_row(const TSrc* src, TDst* dst, const AttentionDims& d, int parts,
+MIXTRAIN_MULTIVERSION void split_row(const TSrc* src, TDst* dst, const AttentionShape& d, int parts,
                                      int64_t b, int64_t t) {
   const TSrc* row = src + (b * d.seq + t) * parts * d.channels;
   for (int part = 0; part < parts; ++part) {
@@ -97,8 +53,8 @@ MIXTRAIN_MULTIVERSION void split_row(const TSrc* src, TDst* dst, const Attention
 
 // The inverse of split_row from fp32, assigning or adding into dst.
 template <class TDst>
-MIXTRAIN_MULTIVERSION void merge_row(const float* src, TDst* dst, const AttentionDims& d, int parts,
-                                     int64_t b, int64_t t, bool accumulate) {
+MIXTRAIN_MULTIVERSION void merge_row(const float* src, TDst* dst, const AttentionShape& d,
+                                     int parts, int64_t b, int64_t t, bool accumulate) {
   TDst* row = dst + (b * d.seq + t) * parts * d.channels;
   for (int part = 0; part < parts; ++part) {
     for (int64_t h = 0; h < d.heads; ++h) {
@@ -119,7 +75,7 @@ Tensor fp32_copy(Backend& backend, const Tensor& t) {
 }
 
 // src (B,T,parts*C) -> dst (parts,B,NH,T,HS) of dst's dtype (fp32 or bf16).
-void split_heads(Backend& backend, const Tensor& src, const Tensor& dst, const AttentionDims& d,
+void split_heads(Backend& backend, const Tensor& src, const Tensor& dst, const AttentionShape& d,
                  int parts) {
   const Tensor source = src.dtype() == DType::kF16 ? fp32_copy(backend, src) : src;
   dispatch_float(source.dtype(), "attention split", [&](auto src_tag) {
@@ -135,7 +91,7 @@ void split_heads(Backend& backend, const Tensor& src, const Tensor& dst, const A
 }
 
 // src (parts,B,NH,T,HS) fp32 -> dst (B,T,parts*C), assigned or added.
-void merge_heads(Backend& backend, const Tensor& src, const Tensor& dst, const AttentionDims& d,
+void merge_heads(Backend& backend, const Tensor& src, const Tensor& dst, const AttentionShape& d,
                  int parts, bool accumulate) {
   Tensor target = dst;
   if (dst.dtype() == DType::kF16) {
@@ -244,12 +200,9 @@ Tensor probabilities_as(Backend& backend, const Tensor& att_rows, DType operand_
 
 }  // namespace
 
-void CpuBackend::attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
-                                   int n_head) {
-  const char* op = "attention_forward";
-  const AttentionDims d = attention_dims(op, qkv, n_head);
-  check_shape(op, "out", out, {d.batch, d.seq, d.channels});
-  check_shape(op, "att", att, {d.batch, d.heads, d.seq, d.seq});
+void CpuBackend::do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
+                                      int n_head) {
+  const AttentionShape d = op_checks::attention_shape(qkv, n_head);
   const int64_t bh = d.batch * d.heads;
   const Shape head_shape = {bh, d.seq, d.head_size};
   const int64_t head_numel = shape_numel(head_shape);
@@ -283,13 +236,9 @@ void CpuBackend::attention_forward(const Tensor& out, const Tensor& att, const T
   merge_heads(*this, y, out, d, 1, /*accumulate=*/false);
 }
 
-void CpuBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
-                                    const Tensor& att, int n_head) {
-  const char* op = "attention_backward";
-  const AttentionDims d = attention_dims(op, qkv, n_head);
-  check_shape(op, "dqkv", dqkv, qkv.shape());
-  check_shape(op, "dout", dout, {d.batch, d.seq, d.channels});
-  check_shape(op, "att", att, {d.batch, d.heads, d.seq, d.seq});
+void CpuBackend::do_attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                       const Tensor& att, int n_head) {
+  const AttentionShape d = op_checks::attention_shape(qkv, n_head);
   const int64_t bh = d.batch * d.heads;
   const Shape head_shape = {bh, d.seq, d.head_size};
   const int64_t head_numel = shape_numel(head_shape);

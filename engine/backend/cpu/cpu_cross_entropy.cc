@@ -22,12 +22,6 @@
 
 namespace mixtrain {
 
-using op_checks::check_dtype;
-using op_checks::check_float;
-using op_checks::check_ids;
-using op_checks::check_matrix;
-using op_checks::check_numel;
-using op_checks::check_same_or_disjoint;
 using cpu_ops::exp_approx;
 using cpu_ops::Fp32View;
 using cpu_ops::ThreadScratch;
@@ -69,25 +63,13 @@ MIXTRAIN_MULTIVERSION void scale_span(float* x, float factor, int64_t n) {
 
 }  // namespace
 
-void CpuBackend::softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
-                                       const Tensor& logits, const Tensor& targets, float dloss,
-                                       int64_t classes) {
+void CpuBackend::do_softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
+                                          const Tensor& logits, const Tensor& targets, float dloss,
+                                          int64_t classes) {
   constexpr const char* kOp = "softmax_cross_entropy";
-  check_float(kOp, "logits", logits);
-  MIXTRAIN_CHECK_ARG(logits.ndim() >= 1 && logits.dim(-1) > 0,
-            std::string(kOp) + ": logits " + logits.describe() + " must be (N, V) with V > 0");
   const int64_t vocab = logits.dim(-1);
   const int64_t rows = logits.numel() / vocab;
-  check_dtype(kOp, "losses", losses, DType::kF32);
-  check_numel(kOp, "losses", losses, rows);
-  check_numel(kOp, "targets", targets, rows);
   const int64_t used = op_checks::checked_classes(kOp, classes, vocab);
-  check_ids(kOp, "targets", targets, used, used < vocab ? "number of classes" : "vocab size");
-  if (dlogits != nullptr) {
-    check_float(kOp, "dlogits", *dlogits);
-    check_matrix(kOp, "dlogits", *dlogits, rows, vocab);
-    check_same_or_disjoint(kOp, "dlogits", *dlogits, "logits", logits);
-  }
 
   const ThreadScratch scratch(*this, 2 * vocab);
   const Fp32View logits_view(logits);

@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/backend/op_checks.h"
 #include "engine/common/cpu_features.h"
 #include "engine/numerics/convert.h"
 
@@ -32,27 +31,17 @@ MIXTRAIN_MULTIVERSION void add_spans(float* out, const float* a, const float* b,
 
 }  // namespace
 
-using op_checks::check_float;
-using op_checks::check_float_format;
-using op_checks::check_numel;
-using op_checks::check_same_or_disjoint;
 using cpu_ops::kElementwiseChunk;
 using cpu_ops::map_elementwise;
 using cpu_ops::OutputMode;
 using cpu_ops::parallel_chunks;
 
-void CpuBackend::cast(const Tensor& dst, const Tensor& src) {
-  constexpr const char* kOp = "cast";
-  check_float_format(kOp, "dst", dst);
-  check_float_format(kOp, "src", src);
-  check_numel(kOp, "src", src, dst.numel());
-  check_same_or_disjoint(kOp, "dst", dst, "src", src);
+void CpuBackend::do_cast(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0 || dst.data() == src.data()) return;  // the same tensor: nothing to do
   convert(src.data(), src.dtype(), dst.data(), dst.dtype(), static_cast<size_t>(dst.numel()));
 }
 
-void CpuBackend::fill(const Tensor& t, float value) {
-  check_float("fill", "t", t);
+void CpuBackend::do_fill(const Tensor& t, float value) {
   dispatch_float(t.dtype(), "fill", [&](auto tag) {
     using T = decltype(tag);
     const T stored = from_float<T>(value);
@@ -62,22 +51,14 @@ void CpuBackend::fill(const Tensor& t, float value) {
   });
 }
 
-void CpuBackend::set_zero(const Tensor& t) {
+void CpuBackend::do_set_zero(const Tensor& t) {
   if (t.nbytes() == 0) return;
   char* bytes = static_cast<char*>(t.data());
   parallel_chunks(static_cast<int64_t>(t.nbytes()), kZeroChunkBytes,
                   [&](int64_t begin, int64_t n) { std::memset(bytes + begin, 0, n); });
 }
 
-void CpuBackend::add(const Tensor& out, const Tensor& a, const Tensor& b) {
-  constexpr const char* kOp = "add";
-  check_float(kOp, "out", out);
-  check_float(kOp, "a", a);
-  check_float(kOp, "b", b);
-  check_numel(kOp, "a", a, out.numel());
-  check_numel(kOp, "b", b, out.numel());
-  check_same_or_disjoint(kOp, "out", out, "a", a);
-  check_same_or_disjoint(kOp, "out", out, "b", b);
+void CpuBackend::do_add(const Tensor& out, const Tensor& a, const Tensor& b) {
   map_elementwise(*this, out, OutputMode::kOverwrite, add_spans, a, b);
 }
 

@@ -11,32 +11,16 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_elementwise.h"
 #include "engine/backend/cpu/cpu_fp32_view.h"
-#include "engine/backend/op_checks.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/numerics/convert.h"
 
 namespace mixtrain {
 
 using cpu_ops::add_into;
-using op_checks::check_float;
-using op_checks::check_ids;
-using op_checks::check_matrix;
 using cpu_ops::Fp32View;
 using cpu_ops::ThreadScratch;
 
 namespace {
-
-// Checks embedding_{forward,backward}'s tensors: rows (N,C) of activations
-// or their gradient, ids (N) int32 in [0,V), table (V,C) or its gradient.
-void check_embedding_args(const char* op, const char* rows_name, const Tensor& rows,
-                          const Tensor& ids, const char* table_name, const Tensor& table) {
-  check_float(op, table_name, table);
-  check_float(op, rows_name, rows);
-  MIXTRAIN_CHECK_ARG(table.ndim() == 2,
-            std::string(op) + ": " + table_name + " " + table.describe() + " must be (V, C)");
-  check_matrix(op, rows_name, rows, ids.numel(), table.dim(1));
-  check_ids(op, "ids", ids, table.dim(0), "vocab size");
-}
 
 // Row indices 0..N-1 grouped by id: the rows holding id v are
 // rows[offsets[v] .. offsets[v+1]) in increasing order; used_ids lists the
@@ -77,10 +61,8 @@ RowsById group_rows_by_id(Backend& backend, const int32_t* ids, int64_t n, int64
 }  // namespace
 
 // out (N,C) = table[ids] (+ out when accumulate); table (V,C), ids (N).
-void CpuBackend::embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
-                                   bool accumulate) {
-  constexpr const char* kOp = "embedding_forward";
-  check_embedding_args(kOp, "out", out, ids, "table", table);
+void CpuBackend::do_embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                                      bool accumulate) {
   const int64_t n_rows = ids.numel();
   const int64_t channels = table.dim(1);
   const int32_t* id = ids.data_as<int32_t>();
@@ -112,9 +94,8 @@ void CpuBackend::embedding_forward(const Tensor& out, const Tensor& ids, const T
 
 // dtable[ids[n]] += dout[n] for every row n: each id's rows are added, in
 // increasing n, onto the fp32 value of its table row, rounded back once.
-void CpuBackend::embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) {
-  constexpr const char* kOp = "embedding_backward";
-  check_embedding_args(kOp, "dout", dout, ids, "dtable", dtable);
+void CpuBackend::do_embedding_backward(const Tensor& dtable, const Tensor& dout,
+                                       const Tensor& ids) {
   const int64_t channels = dtable.dim(1);
   const RowsById groups =
       group_rows_by_id(*this, ids.data_as<int32_t>(), ids.numel(), dtable.dim(0));

@@ -6,31 +6,19 @@
 #include <cstdint>
 
 #include "engine/backend/cpu/cpu_backend.h"
-#include "engine/backend/op_checks.h"
 
 namespace mixtrain {
 
-using op_checks::check_block_scales;
-using op_checks::check_float;
-using op_checks::check_fp8;
-using op_checks::check_fp8_operand;
-using op_checks::check_numel;
-
-float CpuBackend::amax(const Tensor& src) {
-  check_float("amax", "src", src);
+float CpuBackend::do_amax(const Tensor& src) {
   return dispatch_float(src.dtype(), "amax", [&](auto tag) {
     using T = decltype(tag);
     return mixtrain::amax(src.data_as<T>(), static_cast<size_t>(src.numel()));
   });
 }
 
-void CpuBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
-                                   const Tensor& stats, int64_t slot) {
+void CpuBackend::do_quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
+                                      const Tensor& stats, int64_t slot) {
   constexpr const char* kOp = "quantize_fp8";
-  check_fp8(kOp, "codes", codes);
-  check_float(kOp, "src", src);
-  check_numel(kOp, "src", src, codes.numel());
-  op_checks::check_stats_slot(kOp, stats, slot);
   const Fp8QuantizeStats found = dispatch_float(src.dtype(), kOp, [&](auto tag) {
     using T = decltype(tag);
     return mixtrain::quantize_fp8(src.data_as<T>(), static_cast<size_t>(src.numel()), scale,
@@ -45,13 +33,9 @@ void CpuBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, float
   words[3] = static_cast<uint32_t>(count >> 32);
 }
 
-int64_t CpuBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
-                                MxAxis axis) {
+int64_t CpuBackend::do_mx_quantize(const Tensor& codes, const Tensor& block_scales,
+                                   const Tensor& src, MxAxis axis) {
   constexpr const char* kOp = "mx_quantize";
-  check_fp8(kOp, "codes", codes);
-  check_float(kOp, "src", src);
-  check_block_scales(kOp, codes, block_scales, axis);
-  op_checks::check_shape(kOp, "src", src, codes.shape());
   return dispatch_float(src.dtype(), kOp, [&](auto tag) {
     using T = decltype(tag);
     return mixtrain::mx_quantize(src.data_as<T>(), codes.dim(0), codes.dim(1), axis,
@@ -60,11 +44,8 @@ int64_t CpuBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales,
   });
 }
 
-void CpuBackend::dequantize_fp8(const Tensor& dst, const Fp8Operand& src) {
+void CpuBackend::do_dequantize_fp8(const Tensor& dst, const Fp8Operand& src) {
   constexpr const char* kOp = "dequantize_fp8";
-  check_fp8_operand(kOp, "src", src);
-  check_float(kOp, "dst", dst);
-  check_numel(kOp, "dst", dst, src.codes.numel());
   const Fp8Format format = fp8_format(src.codes.dtype());
   const uint8_t* codes = static_cast<const uint8_t*>(src.codes.data());
   dispatch_float(dst.dtype(), kOp, [&](auto tag) {

@@ -8,14 +8,10 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_elementwise.h"
 #include "engine/backend/cpu/cpu_math.h"
-#include "engine/backend/op_checks.h"
 #include "engine/common/cpu_features.h"
 
 namespace mixtrain {
 
-using op_checks::check_float;
-using op_checks::check_numel;
-using op_checks::check_same_or_disjoint;
 using cpu_ops::exp_approx;
 using cpu_ops::map_elementwise;
 using cpu_ops::OutputMode;
@@ -53,24 +49,11 @@ MIXTRAIN_MULTIVERSION void gelu_backward_span(float* dinp, const float* dout, co
 
 }  // namespace
 
-void CpuBackend::gelu_forward(const Tensor& out, const Tensor& inp) {
-  constexpr const char* kOp = "gelu_forward";
-  check_float(kOp, "out", out);
-  check_float(kOp, "inp", inp);
-  check_numel(kOp, "inp", inp, out.numel());
-  check_same_or_disjoint(kOp, "out", out, "inp", inp);
+void CpuBackend::do_gelu_forward(const Tensor& out, const Tensor& inp) {
   map_elementwise(*this, out, OutputMode::kOverwrite, gelu_forward_span, inp);
 }
 
-void CpuBackend::gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) {
-  constexpr const char* kOp = "gelu_backward";
-  check_float(kOp, "dinp", dinp);
-  check_float(kOp, "dout", dout);
-  check_float(kOp, "inp", inp);
-  check_numel(kOp, "dout", dout, dinp.numel());
-  check_numel(kOp, "inp", inp, dinp.numel());
-  check_same_or_disjoint(kOp, "dinp", dinp, "dout", dout);
-  check_same_or_disjoint(kOp, "dinp", dinp, "inp", inp);
+void CpuBackend::do_gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) {
   map_elementwise(*this, dinp, OutputMode::kAccumulate, gelu_backward_span, dout, inp);
 }
 

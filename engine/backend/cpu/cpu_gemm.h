@@ -17,7 +17,7 @@ class CpuGemm {
   // outlive this object.
   explicit CpuGemm(Backend& backend);
   ~CpuGemm();
-  // Backend::matmul's contract.
+  // Backend::matmul's product, on arguments that passed its checks.
   void matmul(const Tensor& c, const Tensor& a, const Tensor& b, const MatmulOptions& options);
   // True when products of `type` inputs and output run on a kernel for
   // that dtype, without fp32 workspace copies of the operands (what the

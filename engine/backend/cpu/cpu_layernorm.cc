@@ -20,11 +20,6 @@
 namespace mixtrain {
 
 using cpu_ops::add_into;
-using op_checks::check_dtype;
-using op_checks::check_float;
-using op_checks::check_matrix;
-using op_checks::check_numel;
-using op_checks::check_same_or_disjoint;
 using cpu_ops::chunk_count;
 using cpu_ops::Fp32View;
 using cpu_ops::parallel_chunks;
@@ -82,48 +77,14 @@ MIXTRAIN_MULTIVERSION void layernorm_row_backward(float* dinp, float* dweight_su
   }
 }
 
-// The (N,C) row tensors of an op: N and C from `inp`.
-struct RowShape {
-  int64_t rows;
-  int64_t channels;
-};
-
-RowShape row_shape(const char* op, const Tensor& inp) {
-  check_float(op, "inp", inp);
-  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1,
-            std::string(op) + ": inp " + inp.describe() + " must be (N, C) or (B, T, C)");
-  const int64_t channels = inp.dim(-1);
-  return {channels == 0 ? 0 : inp.numel() / channels, channels};
-}
-
-// Checks that `t` is an fp32 (N) row statistic.
-void check_row_stat(const char* op, const char* name, const Tensor& t, int64_t rows) {
-  check_dtype(op, name, t, DType::kF32);
-  check_numel(op, name, t, rows);
-}
-
-// Checks that `t` is a (C) per-channel float tensor.
-void check_channel_vector(const char* op, const char* name, const Tensor& t, int64_t channels) {
-  check_float(op, name, t);
-  check_numel(op, name, t, channels);
-}
-
 }  // namespace
 
-void CpuBackend::layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
-                                   const Tensor& inp, const Tensor& weight, const Tensor& bias,
-                                   float eps) {
-  constexpr const char* kOp = "layernorm_forward";
-  const RowShape shape = row_shape(kOp, inp);
+void CpuBackend::do_layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                                      float eps) {
+  const op_checks::RowShape shape = op_checks::row_shape(inp);
   const int64_t rows = shape.rows;
   const int64_t channels = shape.channels;
-  check_float(kOp, "out", out);
-  check_matrix(kOp, "out", out, rows, channels);
-  check_same_or_disjoint(kOp, "out", out, "inp", inp);
-  check_row_stat(kOp, "mean", mean, rows);
-  check_row_stat(kOp, "rstd", rstd, rows);
-  check_channel_vector(kOp, "weight", weight, channels);
-  check_channel_vector(kOp, "bias", bias, channels);
 
   // weight and bias as fp32, shared by all threads.
   const Tensor params = empty({2, channels}, DType::kF32, MemoryCategory::kWorkspace);
@@ -147,23 +108,13 @@ void CpuBackend::layernorm_forward(const Tensor& out, const Tensor& mean, const 
   }
 }
 
-void CpuBackend::layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
-                                    const Tensor& dout, const Tensor& inp, const Tensor& weight,
-                                    const Tensor& mean, const Tensor& rstd) {
-  constexpr const char* kOp = "layernorm_backward";
-  const RowShape shape = row_shape(kOp, inp);
+void CpuBackend::do_layernorm_backward(const Tensor& dinp, const Tensor& dweight,
+                                       const Tensor& dbias, const Tensor& dout, const Tensor& inp,
+                                       const Tensor& weight, const Tensor& mean,
+                                       const Tensor& rstd) {
+  const op_checks::RowShape shape = op_checks::row_shape(inp);
   const int64_t rows = shape.rows;
   const int64_t channels = shape.channels;
-  check_float(kOp, "dinp", dinp);
-  check_matrix(kOp, "dinp", dinp, rows, channels);
-  check_float(kOp, "dout", dout);
-  check_matrix(kOp, "dout", dout, rows, channels);
-  check_same_or_disjoint(kOp, "dinp", dinp, "dout", dout);
-  check_channel_vector(kOp, "weight", weight, channels);
-  check_channel_vector(kOp, "dweight", dweight, channels);
-  check_channel_vector(kOp, "dbias", dbias, channels);
-  check_row_stat(kOp, "mean", mean, rows);
-  check_row_stat(kOp, "rstd", rstd, rows);
 
   // Block b holds rows [b * block_rows, (b + 1) * block_rows); its sums of
   // dL/dweight and dL/dbias go to block_sums[b] = (dweight (C), dbias (C)).

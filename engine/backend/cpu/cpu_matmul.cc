@@ -7,7 +7,6 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_gemm.h"
-#include "engine/backend/op_checks.h"
 #include "engine/common/cpu_features.h"
 
 namespace mixtrain {
@@ -27,27 +26,15 @@ MIXTRAIN_MULTIVERSION void add_column_block(float* sums, const T* src, int64_t r
 
 }  // namespace
 
-void CpuBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
-                        const MatmulOptions& options) {
-  op_checks::check_gelu_out("matmul", c, options.gelu_out);
-  op_checks::check_bias_grad("matmul", a, options.trans_a, options.bias_grad);
+void CpuBackend::do_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
+                           const MatmulOptions& options) {
   gemm_->matmul(c, a, b, options);
   if (options.gelu_out != nullptr) gelu_forward(*options.gelu_out, c);
   if (options.bias_grad != nullptr) bias_backward(*options.bias_grad, a);
 }
 
-void CpuBackend::bias_backward(const Tensor& dbias, const Tensor& dout) {
-  if (!dout.defined() || dout.ndim() < 1) {
-    throw EngineError(ErrorCode::kInvalidArgument,
-                      "bias_backward: dout must be a tensor of at least one dimension");
-  }
+void CpuBackend::do_bias_backward(const Tensor& dbias, const Tensor& dout) {
   const int64_t n = dout.dim(-1);
-  if (!dbias.defined() || dbias.ndim() != 1 || dbias.dim(0) != n) {
-    throw EngineError(ErrorCode::kInvalidArgument,
-                      "bias_backward: dbias " +
-                          (dbias.defined() ? dbias.describe() : std::string("(undefined)")) +
-                          " must be (" + std::to_string(n) + ") for dout " + dout.describe());
-  }
   const int64_t rows = n == 0 ? 0 : dout.numel() / n;
   dispatch_float(dbias.dtype(), "bias_backward dbias", [&](auto dbias_tag) {
     dispatch_float(dout.dtype(), "bias_backward dout", [&](auto dout_tag) {

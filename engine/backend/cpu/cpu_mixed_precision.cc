@@ -17,13 +17,11 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_fp32_view.h"
-#include "engine/backend/op_checks.h"
 #include "engine/backend/cpu/cpu_parallel.h"
 #include "engine/common/cpu_features.h"
 
 namespace mixtrain {
 
-using op_checks::check_float;
 using cpu_ops::Fp32View;
 using cpu_ops::ThreadScratch;
 
@@ -39,17 +37,16 @@ struct ChunkRef {
   int64_t count;
 };
 
-// The tensors of the list, checked to be fp32/fp16/bf16, and their chunks
-// in list order and element order.
+// The tensors of the list (fp32/fp16/bf16) and their chunks in list order
+// and element order.
 struct ChunkPlan {
   std::vector<Fp32View> views;  // one per tensor
   std::vector<ChunkRef> chunks;
 };
 
-ChunkPlan plan_chunks(const char* op, std::span<const Tensor> tensors) {
+ChunkPlan plan_chunks(std::span<const Tensor> tensors) {
   ChunkPlan plan;
   for (size_t t = 0; t < tensors.size(); ++t) {
-    check_float(op, ("tensors[" + std::to_string(t) + "]").c_str(), tensors[t]);
     plan.views.emplace_back(tensors[t]);
     const int64_t numel = tensors[t].numel();
     for (int64_t begin = 0; begin < numel; begin += kChunk) {
@@ -115,8 +112,8 @@ Finding first_nonfinite(const float* x, int64_t n, float limit) {
 
 }  // namespace
 
-double CpuBackend::sum_squares(std::span<const Tensor> tensors) {
-  const ChunkPlan plan = plan_chunks("sum_squares", tensors);
+double CpuBackend::do_sum_squares(std::span<const Tensor> tensors) {
+  const ChunkPlan plan = plan_chunks(tensors);
   std::vector<double> partial(plan.chunks.size());
   const ThreadScratch scratch(*this, kChunk);
   const int64_t count = static_cast<int64_t>(plan.chunks.size());
@@ -135,8 +132,8 @@ double CpuBackend::sum_squares(std::span<const Tensor> tensors) {
 // that is finite in fp32 but overflows fp16/bf16 counts as inf. With
 // inv_scale <= 1 (the loss scaler's case) no finite value can overflow, so
 // exactly the tensors that held inf/NaN before are reported.
-NonFiniteCheck CpuBackend::unscale_and_check(std::span<const Tensor> tensors, float inv_scale) {
-  const ChunkPlan plan = plan_chunks("unscale_and_check", tensors);
+NonFiniteCheck CpuBackend::do_unscale_and_check(std::span<const Tensor> tensors, float inv_scale) {
+  const ChunkPlan plan = plan_chunks(tensors);
   std::vector<float> limits;
   for (const Tensor& t : tensors) {
     limits.push_back(dispatch_float(t.dtype(), "unscale_and_check",
@@ -168,10 +165,9 @@ NonFiniteCheck CpuBackend::unscale_and_check(std::span<const Tensor> tensors, fl
   return result;
 }
 
-MagnitudeHistogram CpuBackend::magnitude_histogram(std::span<const Tensor> tensors) {
+MagnitudeHistogram CpuBackend::do_magnitude_histogram(std::span<const Tensor> tensors) {
   MagnitudeHistogram histogram;
   for (const Tensor& t : tensors) {
-    op_checks::check_float_format("magnitude_histogram", "tensor", t);
     if (is_fp8(t.dtype())) {
       add_fp8_to_histogram(static_cast<const uint8_t*>(t.data()), static_cast<size_t>(t.numel()),
                            fp8_format(t.dtype()), histogram);

@@ -57,21 +57,12 @@ __global__ void adamw_kernel(float* master, float* m, float* v, Ref grad, Ref pa
 
 }  // namespace
 
-void CudaBackend::adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
-                               const Tensor& grad, const AdamWConfig& config,
-                               const Tensor* param_out) {
+void CudaBackend::do_adamw_update(const Tensor& master, const Tensor& m, const Tensor& v,
+                                  const Tensor& grad, const AdamWConfig& config,
+                                  const Tensor* param_out) {
   const cudaStream_t stream = begin_op();
   const char* op = "adamw_update";
   const int64_t n = master.numel();
-  op_checks::check_dtype(op, "master", master, DType::kF32);
-  op_checks::check_dtype(op, "m", m, DType::kF32);
-  op_checks::check_dtype(op, "v", v, DType::kF32);
-  op_checks::check_numel(op, "m", m, n);
-  op_checks::check_numel(op, "v", v, n);
-  op_checks::check_numel(op, "grad", grad, n);
-  if (param_out != nullptr) op_checks::check_numel(op, "param_out", *param_out, n);
-  MIXTRAIN_CHECK_ARG(config.step >= 1, "adamw_update: step " + std::to_string(config.step) +
-                                  " must be >= 1 (1-based)");
   const double t = static_cast<double>(config.step);
   const double bias_correction1 = 1.0 - std::pow(static_cast<double>(config.beta1), t);
   const double bias_correction2 = 1.0 - std::pow(static_cast<double>(config.beta2), t);

@@ -29,28 +29,7 @@ using gpu::warp_sum;
 
 constexpr int kRowsPerBlock = gpu::kBlockThreads / kWarpSize;
 
-// (B,T,C) of an attention call and its heads: NH heads of size HS.
-struct AttentionShape {
-  int64_t batch, seq, channels, heads, head_size;
-};
-
-AttentionShape check_attention(const char* op, const Tensor& qkv, const Tensor& att,
-                               int n_head) {
-  op_checks::check_ndim(op, "qkv", qkv, 3);
-  MIXTRAIN_CHECK_ARG(qkv.dim(2) % 3 == 0,
-            std::string(op) + ": qkv " + qkv.describe() + " last dimension is not 3C");
-  const int64_t channels = qkv.dim(2) / 3;
-  MIXTRAIN_CHECK_ARG(n_head > 0 && channels % n_head == 0,
-            std::string(op) + ": " + std::to_string(n_head) + " heads do not divide C = " +
-                std::to_string(channels));
-  const AttentionShape s{qkv.dim(0), qkv.dim(1), channels, n_head, channels / n_head};
-  op_checks::check_shape(op, "att", att, {s.batch, s.heads, s.seq, s.seq});
-  for (const Tensor* t : {&qkv, &att}) {
-    MIXTRAIN_CHECK_ARG(is_float_compute(t->dtype()),
-              std::string(op) + ": " + t->describe() + " is not fp32, fp16 or bf16");
-  }
-  return s;
-}
+using op_checks::AttentionShape;
 
 // Address of element `index` of t.
 char* element(const Tensor& t, int64_t index) {
@@ -111,14 +90,11 @@ unsigned row_blocks(const char* op, int64_t rows) {
 
 }  // namespace
 
-void CudaBackend::attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
-                                    int n_head) {
+void CudaBackend::do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
+                                       int n_head) {
   const cudaStream_t stream = begin_op();
   const char* op = "attention_forward";
-  const AttentionShape s = check_attention(op, qkv, att, n_head);
-  op_checks::check_shape(op, "out", out, {s.batch, s.seq, s.channels});
-  MIXTRAIN_CHECK_ARG(is_float_compute(out.dtype()),
-            std::string(op) + ": out " + out.describe() + " is not fp32, fp16 or bf16");
+  const AttentionShape s = op_checks::attention_shape(qkv, n_head);
   const int64_t B = s.batch, T = s.seq, C = s.channels, NH = s.heads, HS = s.head_size;
   if (B * T * C == 0) return;
   const DType g = qkv.dtype();  // GEMM input dtype
@@ -155,17 +131,11 @@ void CudaBackend::attention_forward(const Tensor& out, const Tensor& att, const 
   if (!out_direct) cast(out, y);
 }
 
-void CudaBackend::attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
-                                     const Tensor& att, int n_head) {
+void CudaBackend::do_attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                        const Tensor& att, int n_head) {
   const cudaStream_t stream = begin_op();
   const char* op = "attention_backward";
-  const AttentionShape s = check_attention(op, qkv, att, n_head);
-  op_checks::check_shape(op, "dqkv", dqkv, qkv.shape());
-  op_checks::check_shape(op, "dout", dout, {s.batch, s.seq, s.channels});
-  for (const Tensor* t : {&dqkv, &dout}) {
-    MIXTRAIN_CHECK_ARG(is_float_compute(t->dtype()),
-              std::string(op) + ": " + t->describe() + " is not fp32, fp16 or bf16");
-  }
+  const AttentionShape s = op_checks::attention_shape(qkv, n_head);
   const int64_t B = s.batch, T = s.seq, C = s.channels, NH = s.heads, HS = s.head_size;
   if (B * T * C == 0) return;
   const DType g = qkv.dtype();  // GEMM input dtype

@@ -39,12 +39,6 @@ class CudaEvent final : public Event {
   cudaEvent_t event_ = nullptr;
 };
 
-void check_same_size(const Tensor& dst, const Tensor& src, const char* op) {
-  MIXTRAIN_CHECK_ARG(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
-                     std::string(op) + ": destination " + dst.describe() +
-                         " does not match source " + src.describe());
-}
-
 // 90 for sm_90.
 int compute_capability(int device) {
   int major = 0, minor = 0;
@@ -102,8 +96,7 @@ cudaStream_t CudaBackend::stream(StreamKind kind) const {
   return kind == StreamKind::kCompute ? memory_->compute() : memory_->transfer();
 }
 
-void CudaBackend::copy(const Tensor& dst, const Tensor& src, StreamKind stream_kind) {
-  check_same_size(dst, src, "copy");
+void CudaBackend::do_copy(const Tensor& dst, const Tensor& src, StreamKind stream_kind) {
   MIXTRAIN_CUDA_CHECK(cudaSetDevice(device_));
   if (dst.data() == src.data() || src.nbytes() == 0) return;
   MIXTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDefault,
@@ -153,7 +146,7 @@ void CudaBackend::synchronize() {
   MIXTRAIN_CUDA_CHECK(cudaStreamSynchronize(memory_->transfer()));
 }
 
-void CudaBackend::set_zero(const Tensor& t) {
+void CudaBackend::do_set_zero(const Tensor& t) {
   const cudaStream_t compute = begin_op();
   if (t.nbytes() == 0) return;
   if (t.storage()->pool() == MemoryPool::kHost) {
@@ -250,11 +243,12 @@ CudaDeviceInfo cuda_device_info(int device) {
   return out;
 }
 
-std::optional<std::string> CudaBackend::fp8_unsupported_reason() const {
-  if (compute_capability_ >= 89) return std::nullopt;
-  return name() + " (" + cuda_device_info(device_).name + ", sm_" +
-         std::to_string(compute_capability_) +
-         ") has no fp8 tensor cores; compute fp8 needs sm_89 or newer (Ada, Hopper, Blackwell)";
+OpSupport CudaBackend::supports(BackendOp op, std::span<const DType>) const {
+  if (op != BackendOp::kMatmulFp8 || compute_capability_ >= 89) return {};
+  return {false, name() + " (" + cuda_device_info(device_).name + ", sm_" +
+                     std::to_string(compute_capability_) +
+                     ") has no fp8 tensor cores; compute fp8 needs sm_89 or newer (Ada, Hopper, "
+                     "Blackwell)"};
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {

@@ -33,10 +33,10 @@ class CudaBackend final : public Backend {
   DeviceType device_type() const override { return DeviceType::kCuda; }
   int device_index() const override { return device_; }
   void allow_tf32(bool allowed) override { tf32_ = allowed; }
-  std::optional<std::string> fp8_unsupported_reason() const override;
+  // No matmul_fp8 below sm_89 (no fp8 tensor cores).
+  OpSupport supports(BackendOp op, std::span<const DType> dtypes) const override;
   void leave_device_memory(int64_t bytes) override { memory_->leave_free(bytes); }
 
-  void copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
   void copy_from_host(const Tensor& dst, const void* src) override;
   void copy_to_host(void* dst, const Tensor& src) override;
 
@@ -44,48 +44,52 @@ class CudaBackend final : public Backend {
   void wait_event(StreamKind stream, const Event& event) override;
   void synchronize() override;
 
-  void cast(const Tensor& dst, const Tensor& src) override;
-  void fill(const Tensor& t, float value) override;
-  void set_zero(const Tensor& t) override;
-  void add(const Tensor& out, const Tensor& a, const Tensor& b) override;
+ private:
+  // The ops (backend.h), their arguments checked already.
+  void do_copy(const Tensor& dst, const Tensor& src, StreamKind stream) override;
+  void do_cast(const Tensor& dst, const Tensor& src) override;
+  void do_fill(const Tensor& t, float value) override;
+  void do_set_zero(const Tensor& t) override;
+  void do_add(const Tensor& out, const Tensor& a, const Tensor& b) override;
 
-  void matmul(const Tensor& c, const Tensor& a, const Tensor& b,
-              const MatmulOptions& options) override;
-  void bias_backward(const Tensor& dbias, const Tensor& dout) override;
+  void do_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
+                 const MatmulOptions& options) override;
+  void do_bias_backward(const Tensor& dbias, const Tensor& dout) override;
 
-  float amax(const Tensor& src) override;
-  void quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale, const Tensor& stats,
-                         int64_t slot) override;
-  int64_t mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
-                      MxAxis axis) override;
-  void dequantize_fp8(const Tensor& dst, const Fp8Operand& src) override;
-  void matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
-                  const MatmulOptions& options) override;
+  float do_amax(const Tensor& src) override;
+  void do_quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
+                            const Tensor& stats, int64_t slot) override;
+  int64_t do_mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
+                         MxAxis axis) override;
+  void do_dequantize_fp8(const Tensor& dst, const Fp8Operand& src) override;
+  void do_matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
+                     const MatmulOptions& options) override;
 
-  void embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
-                         bool accumulate) override;
-  void embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) override;
-  void layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& inp, const Tensor& weight, const Tensor& bias,
-                         float eps) override;
-  void layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
-                          const Tensor& dout, const Tensor& inp, const Tensor& weight,
-                          const Tensor& mean, const Tensor& rstd) override;
-  void gelu_forward(const Tensor& out, const Tensor& inp) override;
-  void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) override;
-  void attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
-                         int n_head) override;
-  void attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
-                          const Tensor& att, int n_head) override;
-  void softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits, const Tensor& logits,
-                             const Tensor& targets, float dloss, int64_t classes) override;
+  void do_embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                            bool accumulate) override;
+  void do_embedding_backward(const Tensor& dtable, const Tensor& dout, const Tensor& ids) override;
+  void do_layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                            const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                            float eps) override;
+  void do_layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
+                             const Tensor& dout, const Tensor& inp, const Tensor& weight,
+                             const Tensor& mean, const Tensor& rstd) override;
+  void do_gelu_forward(const Tensor& out, const Tensor& inp) override;
+  void do_gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) override;
+  void do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,
+                            int n_head) override;
+  void do_attention_backward(const Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                             const Tensor& att, int n_head) override;
+  void do_softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits, const Tensor& logits,
+                                const Tensor& targets, float dloss, int64_t classes) override;
 
-  void adamw_update(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grad,
-                    const AdamWConfig& config, const Tensor* param_out) override;
-  double sum_squares(std::span<const Tensor> tensors) override;
-  NonFiniteCheck unscale_and_check(std::span<const Tensor> tensors, float inv_scale) override;
-  MagnitudeHistogram magnitude_histogram(std::span<const Tensor> tensors) override;
+  void do_adamw_update(const Tensor& master, const Tensor& m, const Tensor& v, const Tensor& grad,
+                       const AdamWConfig& config, const Tensor* param_out) override;
+  double do_sum_squares(std::span<const Tensor> tensors) override;
+  NonFiniteCheck do_unscale_and_check(std::span<const Tensor> tensors, float inv_scale) override;
+  MagnitudeHistogram do_magnitude_histogram(std::span<const Tensor> tensors) override;
 
+ public:
   // ---- for the op files -------------------------------------------------
   // Makes this backend's device current on the calling thread and returns
   // the compute stream that every op enqueues its work on.

@@ -62,14 +62,11 @@ __global__ void embedding_backward_kernel(Ref dtable, Ref dout, const int32_t* s
 
 }  // namespace
 
-void CudaBackend::embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
-                                    bool accumulate) {
+void CudaBackend::do_embedding_forward(const Tensor& out, const Tensor& ids, const Tensor& table,
+                                       bool accumulate) {
   const cudaStream_t stream = begin_op();
   const char* op = "embedding_forward";
-  op_checks::check_dtype(op, "ids", ids, DType::kI32);
-  op_checks::check_ndim(op, "table", table, 2);
   const int64_t rows = ids.numel(), vocab = table.dim(0), channels = table.dim(1);
-  op_checks::check_matrix(op, "out", out, rows, channels);
   gpu::dispatch_compute({&out, &table}, op, [&](auto policy) {
     using P = decltype(policy);
     if (rows * channels == 0) return;
@@ -80,14 +77,11 @@ void CudaBackend::embedding_forward(const Tensor& out, const Tensor& ids, const 
   });
 }
 
-void CudaBackend::embedding_backward(const Tensor& dtable, const Tensor& dout,
-                                     const Tensor& ids) {
+void CudaBackend::do_embedding_backward(const Tensor& dtable, const Tensor& dout,
+                                        const Tensor& ids) {
   const cudaStream_t stream = begin_op();
   const char* op = "embedding_backward";
-  op_checks::check_dtype(op, "ids", ids, DType::kI32);
-  op_checks::check_ndim(op, "dtable", dtable, 2);
   const int64_t rows = ids.numel(), vocab = dtable.dim(0), channels = dtable.dim(1);
-  op_checks::check_matrix(op, "dout", dout, rows, channels);
   const int n = gpu::checked_int(op, "rows", rows);
   if (n == 0 || channels == 0) return;
 

@@ -173,8 +173,7 @@ float bits_to_float(unsigned int bits) {
 
 }  // namespace
 
-float CudaBackend::amax(const Tensor& src) {
-  op_checks::check_float("amax", "src", src);
+float CudaBackend::do_amax(const Tensor& src) {
   const cudaStream_t stream = begin_op();
   if (src.numel() == 0) return 0.0f;
   const DeviceStats stats = with_device_stats(*this, stream, [&](DeviceStats* device) {
@@ -188,13 +187,9 @@ float CudaBackend::amax(const Tensor& src) {
   return bits_to_float(stats.amax_bits);
 }
 
-void CudaBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
-                                    const Tensor& stats, int64_t slot) {
+void CudaBackend::do_quantize_fp8_into(const Tensor& codes, const Tensor& src, float scale,
+                                       const Tensor& stats, int64_t slot) {
   constexpr const char* kOp = "quantize_fp8";
-  op_checks::check_fp8(kOp, "codes", codes);
-  op_checks::check_float(kOp, "src", src);
-  op_checks::check_numel(kOp, "src", src, codes.numel());
-  op_checks::check_stats_slot(kOp, stats, slot);
   const cudaStream_t stream = begin_op();
   if (src.numel() == 0) return;
   // The slot's layout (fp8_stats.cc) is DeviceStats'.
@@ -212,13 +207,9 @@ void CudaBackend::quantize_fp8_into(const Tensor& codes, const Tensor& src, floa
   });
 }
 
-int64_t CudaBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales, const Tensor& src,
-                                 MxAxis axis) {
+int64_t CudaBackend::do_mx_quantize(const Tensor& codes, const Tensor& block_scales,
+                                    const Tensor& src, MxAxis axis) {
   constexpr const char* kOp = "mx_quantize";
-  op_checks::check_fp8(kOp, "codes", codes);
-  op_checks::check_float(kOp, "src", src);
-  op_checks::check_block_scales(kOp, codes, block_scales, axis);
-  op_checks::check_shape(kOp, "src", src, codes.shape());
   const cudaStream_t stream = begin_op();
   if (src.numel() == 0) return 0;
   const BlockGeometry g = geometry(codes.dim(0), codes.dim(1), axis);
@@ -239,11 +230,8 @@ int64_t CudaBackend::mx_quantize(const Tensor& codes, const Tensor& block_scales
   return static_cast<int64_t>(stats.count);
 }
 
-void CudaBackend::dequantize_fp8(const Tensor& dst, const Fp8Operand& src) {
+void CudaBackend::do_dequantize_fp8(const Tensor& dst, const Fp8Operand& src) {
   constexpr const char* kOp = "dequantize_fp8";
-  op_checks::check_fp8_operand(kOp, "src", src);
-  op_checks::check_float(kOp, "dst", dst);
-  op_checks::check_numel(kOp, "dst", dst, src.codes.numel());
   const cudaStream_t stream = begin_op();
   const int64_t n = dst.numel();
   if (n == 0) return;

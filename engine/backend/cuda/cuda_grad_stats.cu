@@ -119,13 +119,11 @@ __global__ void magnitude_histogram_kernel(Ref x, int64_t n, unsigned int smalle
 
 }  // namespace
 
-double CudaBackend::sum_squares(std::span<const Tensor> tensors) {
+double CudaBackend::do_sum_squares(std::span<const Tensor> tensors) {
   const cudaStream_t stream = begin_op();
   std::vector<int64_t> blocks;
   int64_t total_blocks = 0;
   for (const Tensor& t : tensors) {
-    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
-              "sum_squares: " + t.describe() + " is not fp32, fp16 or bf16");
     const int64_t b =
         t.numel() == 0
             ? 0
@@ -162,14 +160,10 @@ double CudaBackend::sum_squares(std::span<const Tensor> tensors) {
   return host_result;
 }
 
-NonFiniteCheck CudaBackend::unscale_and_check(std::span<const Tensor> tensors, float inv_scale) {
+NonFiniteCheck CudaBackend::do_unscale_and_check(std::span<const Tensor> tensors, float inv_scale) {
   const cudaStream_t stream = begin_op();
   NonFiniteCheck check;
   if (tensors.empty()) return check;
-  for (const Tensor& t : tensors) {
-    MIXTRAIN_CHECK_ARG(is_float_compute(t.dtype()),
-              "unscale_and_check: " + t.describe() + " is not fp32, fp16 or bf16");
-  }
   const int64_t count = static_cast<int64_t>(tensors.size());
   const Tensor slots_tensor =
       scratch({ScratchRequest::raw_bytes(static_cast<size_t>(count) * sizeof(uint64_t))})[0];
@@ -207,7 +201,7 @@ NonFiniteCheck CudaBackend::unscale_and_check(std::span<const Tensor> tensors, f
   return check;
 }
 
-MagnitudeHistogram CudaBackend::magnitude_histogram(std::span<const Tensor> tensors) {
+MagnitudeHistogram CudaBackend::do_magnitude_histogram(std::span<const Tensor> tensors) {
   const cudaStream_t stream = begin_op();
   MagnitudeHistogram histogram;
   if (tensors.empty()) return histogram;
@@ -215,7 +209,6 @@ MagnitudeHistogram CudaBackend::magnitude_histogram(std::span<const Tensor> tens
   auto* device = static_cast<DeviceHistogram*>(buffer.data());
   MIXTRAIN_CUDA_CHECK(cudaMemsetAsync(device, 0, sizeof(DeviceHistogram), stream));
   for (const Tensor& t : tensors) {
-    op_checks::check_float_format("magnitude_histogram", "tensor", t);
     if (t.numel() == 0) continue;
     const unsigned blocks = gpu::grid_blocks(t.numel());
     if (is_fp8(t.dtype())) {

@@ -126,22 +126,14 @@ __global__ void layernorm_backward_params_finish_kernel(Ref dweight, Ref dbias,
 
 }  // namespace
 
-void CudaBackend::layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
-                                    const Tensor& inp, const Tensor& weight, const Tensor& bias,
-                                    float eps) {
+void CudaBackend::do_layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                                       const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                                       float eps) {
   const cudaStream_t stream = begin_op();
   const char* op = "layernorm_forward";
-  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1, "layernorm_forward: inp " + inp.describe() + " has no channels");
-  const int64_t channels = inp.dim(-1);
-  const int64_t rows = channels == 0 ? 0 : inp.numel() / channels;
-  op_checks::check_matrix(op, "out", out, rows, channels);
-  op_checks::check_same_or_disjoint(op, "out", out, "inp", inp);
-  op_checks::check_numel(op, "weight", weight, channels);
-  op_checks::check_numel(op, "bias", bias, channels);
-  op_checks::check_dtype(op, "mean", mean, DType::kF32);
-  op_checks::check_dtype(op, "rstd", rstd, DType::kF32);
-  op_checks::check_numel(op, "mean", mean, rows);
-  op_checks::check_numel(op, "rstd", rstd, rows);
+  const op_checks::RowShape shape = op_checks::row_shape(inp);
+  const int64_t rows = shape.rows;
+  const int64_t channels = shape.channels;
   gpu::dispatch_compute({&out, &inp, &weight, &bias}, op, [&](auto policy) {
     using P = decltype(policy);
     if (rows == 0) return;
@@ -154,25 +146,15 @@ void CudaBackend::layernorm_forward(const Tensor& out, const Tensor& mean, const
   });
 }
 
-void CudaBackend::layernorm_backward(const Tensor& dinp, const Tensor& dweight,
-                                     const Tensor& dbias, const Tensor& dout, const Tensor& inp,
-                                     const Tensor& weight, const Tensor& mean,
-                                     const Tensor& rstd) {
+void CudaBackend::do_layernorm_backward(const Tensor& dinp, const Tensor& dweight,
+                                        const Tensor& dbias, const Tensor& dout, const Tensor& inp,
+                                        const Tensor& weight, const Tensor& mean,
+                                        const Tensor& rstd) {
   const cudaStream_t stream = begin_op();
   const char* op = "layernorm_backward";
-  MIXTRAIN_CHECK_ARG(inp.ndim() >= 1, "layernorm_backward: inp " + inp.describe() + " has no channels");
-  const int64_t channels = inp.dim(-1);
-  const int64_t rows = channels == 0 ? 0 : inp.numel() / channels;
-  op_checks::check_matrix(op, "dinp", dinp, rows, channels);
-  op_checks::check_matrix(op, "dout", dout, rows, channels);
-  op_checks::check_same_or_disjoint(op, "dinp", dinp, "dout", dout);
-  op_checks::check_numel(op, "weight", weight, channels);
-  op_checks::check_numel(op, "dweight", dweight, channels);
-  op_checks::check_numel(op, "dbias", dbias, channels);
-  op_checks::check_dtype(op, "mean", mean, DType::kF32);
-  op_checks::check_dtype(op, "rstd", rstd, DType::kF32);
-  op_checks::check_numel(op, "mean", mean, rows);
-  op_checks::check_numel(op, "rstd", rstd, rows);
+  const op_checks::RowShape shape = op_checks::row_shape(inp);
+  const int64_t rows = shape.rows;
+  const int64_t channels = shape.channels;
   if (rows == 0) return;
   const int64_t chunks = std::min(kMaxChunks, (rows + kRowsPerChunk - 1) / kRowsPerChunk);
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;

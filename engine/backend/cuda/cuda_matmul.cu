@@ -72,48 +72,18 @@ struct MatmulShape {
   int64_t batch, m, k, n;
 };
 
-MatmulShape check_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
-                         const MatmulOptions& options) {
-  const char* op = "matmul";
-  MIXTRAIN_CHECK_ARG(a.dtype() == b.dtype(), std::string("matmul: A is ") + a.describe() + " but B is " +
-                                        b.describe() + " (A and B share one dtype)");
-  MIXTRAIN_CHECK_ARG(is_float_compute(a.dtype()) && is_float_compute(c.dtype()),
-            "matmul: A " + a.describe() + " and C " + c.describe() +
-                " must be fp32, fp16 or bf16");
-  const int nd = a.ndim();
-  MIXTRAIN_CHECK_ARG(nd == 2 || nd == 3, "matmul: A is " + a.describe() + ", expected 2 or 3 dimensions");
-  op_checks::check_ndim(op, "B", b, nd);
-  op_checks::check_ndim(op, "C", c, nd);
-  const int64_t batch = nd == 3 ? a.dim(0) : 1;
-  const int64_t a_rows = a.dim(-2), a_cols = a.dim(-1);
-  const int64_t b_rows = b.dim(-2), b_cols = b.dim(-1);
-  MatmulShape s{batch, options.trans_a ? a_cols : a_rows, options.trans_a ? a_rows : a_cols,
-                options.trans_b ? b_rows : b_cols};
-  const int64_t b_k = options.trans_b ? b_cols : b_rows;
-  MIXTRAIN_CHECK_ARG(b_k == s.k, "matmul: inner dimensions of A " + a.describe() + " and B " +
-                            b.describe() + " differ");
-  Shape c_shape = nd == 3 ? Shape{batch, s.m, s.n} : Shape{s.m, s.n};
-  if (nd == 3) {
-    MIXTRAIN_CHECK_ARG(b.dim(0) == batch, "matmul: batch of B " + b.describe() + " differs from A " +
-                                     a.describe());
-  }
-  op_checks::check_shape(op, "C", c, c_shape);
-  op_checks::check_gelu_out(op, c, options.gelu_out);
-  op_checks::check_bias_grad(op, a, options.trans_a, options.bias_grad);
-  if (options.bias != nullptr) {
-    op_checks::check_shape(op, "bias", *options.bias, {s.n});
-    MIXTRAIN_CHECK_ARG(is_float_compute(options.bias->dtype()),
-              "matmul: bias " + options.bias->describe() + " must be fp32, fp16 or bf16");
-  }
-  return s;
+// The product's sizes (its arguments checked by Backend::matmul).
+MatmulShape matmul_shape(const Tensor& c, const Tensor& a, const MatmulOptions& options) {
+  return {c.ndim() == 3 ? c.dim(0) : 1, c.dim(-2), options.trans_a ? a.dim(-2) : a.dim(-1),
+          c.dim(-1)};
 }
 
 }  // namespace
 
-void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
-                         const MatmulOptions& options) {
+void CudaBackend::do_matmul(const Tensor& c, const Tensor& a, const Tensor& b,
+                            const MatmulOptions& options) {
   const cudaStream_t stream = begin_op();
-  const MatmulShape s = check_matmul(c, a, b, options);
+  const MatmulShape s = matmul_shape(c, a, options);
   const Tensor* bias = options.bias;
   const Tensor* gelu_out = options.gelu_out;
   const gpu::GemmOperand a_op{a.data(), a.dtype(), a.dim(-1), a.dim(-1) * a.dim(-2),
@@ -175,12 +145,10 @@ void CudaBackend::matmul(const Tensor& c, const Tensor& a, const Tensor& b,
   if (bias_grad != nullptr) bias_backward(*bias_grad, a);
 }
 
-void CudaBackend::bias_backward(const Tensor& dbias, const Tensor& dout) {
+void CudaBackend::do_bias_backward(const Tensor& dbias, const Tensor& dout) {
   const cudaStream_t stream = begin_op();
-  MIXTRAIN_CHECK_ARG(dout.ndim() >= 1, "bias_backward: dout " + dout.describe() + " has no columns");
   const int64_t n = dout.dim(-1);
   const int64_t rows = n == 0 ? 0 : dout.numel() / n;
-  op_checks::check_shape("bias_backward", "dbias", dbias, {n});
   if (n == 0 || rows == 0) return;
   const int64_t chunks =
       std::min(kMaxColumnChunks, (rows + kRowsPerColumnChunk - 1) / kRowsPerColumnChunk);

@@ -60,9 +60,9 @@ __global__ void write_scales_kernel(float* out, float a, float b) {
 
 }  // namespace
 
-void CudaBackend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
-                             const MatmulOptions& options) {
-  const op_checks::GemmShape s = op_checks::check_matmul_fp8("matmul_fp8", c, a, b, options);
+void CudaBackend::do_matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Operand& b,
+                                const MatmulOptions& options) {
+  const op_checks::GemmShape s = op_checks::gemm_shape(a, b, options);
   const bool per_tensor = !a.block_scales.defined() && !b.block_scales.defined();
   const bool blocks = a.block_scales.defined() && b.block_scales.defined();
   const bool e5m2_pair = a.codes.dtype() == DType::kFP8E5M2 && b.codes.dtype() == DType::kFP8E5M2;
@@ -79,7 +79,7 @@ void CudaBackend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Oper
   const bool kernels = per_tensor ? compute_capability_ >= 89
                                   : blocks && compute_capability_ >= 100 && gpu::kLtBlockScaledFp8;
   if (s.m == 0 || s.n == 0 || s.k == 0) {
-    Backend::matmul_fp8(c, a, b, options);
+    Backend::do_matmul_fp8(c, a, b, options);
     return;
   }
   // cuBLASLt takes no bias of D's type on an fp8 GEMM with an fp32 D (its
@@ -89,7 +89,7 @@ void CudaBackend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Oper
   const bool bias_after = c.dtype() == DType::kF32 && options.bias != nullptr;
   if (!kernels || e5m2_pair || !one_dtype || (bias_after && options.gelu_out != nullptr)) {
     count_gemm_fallback();
-    Backend::matmul_fp8(c, a, b, options);
+    Backend::do_matmul_fp8(c, a, b, options);
     return;
   }
   const cudaStream_t stream = begin_op();
@@ -162,7 +162,7 @@ void CudaBackend::matmul_fp8(const Tensor& c, const Fp8Operand& a, const Fp8Oper
   // The transposes and scales above are stream-ordered scratch: leaving
   // them unused costs nothing more.
   count_gemm_fallback();
-  Backend::matmul_fp8(c, a, b, options);
+  Backend::do_matmul_fp8(c, a, b, options);
 }
 
 }  // namespace mixtrain

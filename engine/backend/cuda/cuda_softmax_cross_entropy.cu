@@ -62,20 +62,13 @@ __global__ void softmax_cross_entropy_kernel(float* losses, Ref dlogits, bool ha
 
 }  // namespace
 
-void CudaBackend::softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
-                                        const Tensor& logits, const Tensor& targets, float dloss,
-                                        int64_t classes) {
+void CudaBackend::do_softmax_cross_entropy(const Tensor& losses, const Tensor* dlogits,
+                                           const Tensor& logits, const Tensor& targets, float dloss,
+                                           int64_t classes) {
   const cudaStream_t stream = begin_op();
   const char* op = "softmax_cross_entropy";
-  MIXTRAIN_CHECK_ARG(logits.ndim() >= 1 && logits.dim(-1) > 0,
-            "softmax_cross_entropy: logits " + logits.describe() + " has no vocabulary");
   const int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
   const int64_t used = op_checks::checked_classes(op, classes, vocab);
-  op_checks::check_dtype(op, "targets", targets, DType::kI32);
-  op_checks::check_numel(op, "targets", targets, rows);
-  op_checks::check_dtype(op, "losses", losses, DType::kF32);
-  op_checks::check_numel(op, "losses", losses, rows);
-  if (dlogits != nullptr) op_checks::check_matrix(op, "dlogits", *dlogits, rows, vocab);
   const unsigned blocks = static_cast<unsigned>(gpu::checked_int(op, "rows", rows));
   gpu::dispatch_compute({&logits, dlogits}, op, [&](auto policy) {
     using P = decltype(policy);

@@ -998,6 +998,234 @@ TEST_P(BackendParityTest, MagnitudeHistogramCountsExactly) {
   EXPECT_GT(e4m3.subnormals, 0);
 }
 
+// ---- argument checks -----------------------------------------------------------
+
+// One call with a bad argument: what is wrong, and the call on a backend.
+struct BadCall {
+  const char* what;
+  std::function<void(Backend&)> call;
+};
+
+// Zeros of `shape` on `b` (valid ids, finite values).
+Tensor z(Backend& b, const Shape& shape, DType dtype) {
+  return b.zeros(shape, dtype, MemoryCategory::kWorkspace);
+}
+
+// At least one bad call for every op, several where an op checks several
+// things. Ids are zeros: their values are read only on the host (the CPU
+// backend), so an out-of-range id is a CPU-only case of the CPU's own tests.
+std::vector<BadCall> bad_calls() {
+  constexpr DType f32 = DType::kF32, bf16 = DType::kBF16, i32 = DType::kI32;
+  constexpr DType e4m3 = DType::kFP8E4M3;
+  std::vector<BadCall> calls = {
+      {"copy between dtypes", [](Backend& b) { b.copy(z(b, {4}, f32), z(b, {4}, bf16)); }},
+      {"copy between sizes", [](Backend& b) { b.copy(z(b, {4}, f32), z(b, {5}, f32)); }},
+      {"cast from int32", [](Backend& b) { b.cast(z(b, {4}, f32), z(b, {4}, i32)); }},
+      {"cast between sizes", [](Backend& b) { b.cast(z(b, {4}, bf16), z(b, {3}, f32)); }},
+      {"fill int32", [](Backend& b) { b.fill(z(b, {4}, i32), 1.0f); }},
+      {"add of other sizes",
+       [](Backend& b) { b.add(z(b, {4}, f32), z(b, {4}, f32), z(b, {5}, f32)); }},
+      {"add into a shifted view",
+       [](Backend& b) {
+         const Tensor t = z(b, {8}, f32);
+         b.add(t.view(0, {6}), t.view(2, {6}), z(b, {6}, f32));
+       }},
+      {"matmul inner dimensions",
+       [](Backend& b) {
+         b.matmul(z(b, {2, 3}, f32), z(b, {2, 4}, f32), z(b, {5, 3}, f32));
+       }},
+      {"matmul of two dtypes",
+       [](Backend& b) {
+         b.matmul(z(b, {2, 3}, f32), z(b, {2, 4}, f32), z(b, {4, 3}, bf16));
+       }},
+      {"matmul 2-D into 3-D",
+       [](Backend& b) {
+         b.matmul(z(b, {1, 2, 3}, f32), z(b, {2, 4}, f32), z(b, {4, 3}, f32));
+       }},
+      {"matmul into its input",
+       [](Backend& b) {
+         const Tensor a = z(b, {3, 3}, f32);
+         b.matmul(a, a, z(b, {3, 3}, f32));
+       }},
+      {"matmul bf16 bias into fp32",
+       [](Backend& b) {
+         const Tensor bias = z(b, {3}, bf16);
+         MatmulOptions o;
+         o.bias = &bias;
+         b.matmul(z(b, {2, 3}, f32), z(b, {2, 4}, f32), z(b, {4, 3}, f32), o);
+       }},
+      {"matmul GELU into C",
+       [](Backend& b) {
+         const Tensor c = z(b, {2, 3}, f32);
+         MatmulOptions o;
+         o.gelu_out = &c;
+         b.matmul(c, z(b, {2, 4}, f32), z(b, {4, 3}, f32), o);
+       }},
+      {"matmul bias gradient without trans_a",
+       [](Backend& b) {
+         const Tensor db = z(b, {4}, f32);
+         MatmulOptions o;
+         o.bias_grad = &db;
+         b.matmul(z(b, {2, 3}, f32), z(b, {2, 4}, f32), z(b, {4, 3}, f32), o);
+       }},
+      {"bias_backward size",
+       [](Backend& b) {
+         b.bias_backward(z(b, {4}, f32), z(b, {2, 3}, f32));
+       }},
+      {"amax of int32", [](Backend& b) { (void)b.amax(z(b, {4}, i32)); }},
+      {"quantize into fp32 codes",
+       [](Backend& b) { (void)b.quantize_fp8(z(b, {4}, f32), z(b, {4}, f32), 1.0f); }},
+      {"quantize into a missing slot",
+       [](Backend& b) {
+         b.quantize_fp8_into(z(b, {4}, e4m3), z(b, {4}, f32), 1.0f, b.fp8_stats_tensor(1), 1);
+       }},
+      {"mx_quantize scale count",
+       [](Backend& b) {
+         (void)b.mx_quantize(z(b, {4, 32}, e4m3), z(b, {3}, DType::kE8M0), z(b, {4, 32}, f32),
+                             MxAxis::kAlongColumns);
+       }},
+      {"dequantize with scale 0",
+       [](Backend& b) {
+         b.dequantize_fp8(z(b, {4, 4}, f32), {z(b, {4, 4}, e4m3), 0.0f, {}});
+       }},
+      {"matmul_fp8 inner dimensions",
+       [](Backend& b) {
+         b.matmul_fp8(z(b, {2, 3}, f32), {z(b, {2, 4}, e4m3), 1.0f, {}},
+                      {z(b, {5, 3}, e4m3), 1.0f, {}});
+       }},
+      {"matmul_fp8 bias gradient",
+       [](Backend& b) {
+         const Tensor db = z(b, {2}, f32);
+         MatmulOptions o;
+         o.trans_a = true;
+         o.bias_grad = &db;
+         b.matmul_fp8(z(b, {2, 3}, f32), {z(b, {4, 2}, e4m3), 1.0f, {}},
+                      {z(b, {4, 3}, e4m3), 1.0f, {}}, o);
+       }},
+      {"embedding of a 1-D table",
+       [](Backend& b) {
+         b.embedding_forward(z(b, {2, 4}, f32), z(b, {2}, i32), z(b, {8}, f32), false);
+       }},
+      {"embedding into the wrong rows",
+       [](Backend& b) {
+         b.embedding_forward(z(b, {3, 4}, f32), z(b, {2}, i32), z(b, {8, 4}, f32), false);
+       }},
+      {"embedding with fp32 ids",
+       [](Backend& b) {
+         b.embedding_forward(z(b, {2, 4}, f32), z(b, {2}, f32), z(b, {8, 4}, f32), true);
+       }},
+      {"embedding_backward rows",
+       [](Backend& b) {
+         b.embedding_backward(z(b, {8, 4}, f32), z(b, {2, 5}, f32), z(b, {2}, i32));
+       }},
+      {"layernorm weight size",
+       [](Backend& b) {
+         b.layernorm_forward(z(b, {2, 4}, f32), z(b, {2}, f32), z(b, {2}, f32), z(b, {2, 4}, f32),
+                             z(b, {3}, f32), z(b, {4}, f32));
+       }},
+      {"layernorm bf16 mean",
+       [](Backend& b) {
+         b.layernorm_forward(z(b, {2, 4}, bf16), z(b, {2}, bf16), z(b, {2}, f32),
+                             z(b, {2, 4}, bf16), z(b, {4}, bf16), z(b, {4}, bf16));
+       }},
+      {"layernorm_backward dbias size",
+       [](Backend& b) {
+         b.layernorm_backward(z(b, {2, 4}, f32), z(b, {4}, f32), z(b, {5}, f32), z(b, {2, 4}, f32),
+                              z(b, {2, 4}, f32), z(b, {4}, f32), z(b, {2}, f32), z(b, {2}, f32));
+       }},
+      {"gelu of other sizes", [](Backend& b) { b.gelu_forward(z(b, {4}, f32), z(b, {5}, f32)); }},
+      {"gelu_backward of int32",
+       [](Backend& b) { b.gelu_backward(z(b, {4}, f32), z(b, {4}, f32), z(b, {4}, i32)); }},
+      {"attention heads that do not divide C",
+       [](Backend& b) {
+         b.attention_forward(z(b, {1, 2, 6}, f32), z(b, {1, 4, 2, 2}, f32), z(b, {1, 2, 18}, f32),
+                             4);
+       }},
+      {"attention qkv not 3C",
+       [](Backend& b) {
+         b.attention_forward(z(b, {1, 2, 6}, f32), z(b, {1, 2, 2, 2}, f32), z(b, {1, 2, 17}, f32),
+                             2);
+       }},
+      {"attention probabilities shape",
+       [](Backend& b) {
+         b.attention_forward(z(b, {1, 2, 6}, f32), z(b, {1, 2, 2, 3}, f32), z(b, {1, 2, 18}, f32),
+                             2);
+       }},
+      {"attention_backward dout shape",
+       [](Backend& b) {
+         b.attention_backward(z(b, {1, 2, 18}, f32), z(b, {1, 2, 5}, f32), z(b, {1, 2, 18}, f32),
+                              z(b, {1, 2, 2, 2}, f32), 2);
+       }},
+      {"cross entropy classes past the vocabulary",
+       [](Backend& b) {
+         b.softmax_cross_entropy(z(b, {2}, f32), nullptr, z(b, {2, 5}, f32), z(b, {2}, i32), 1.0f,
+                                 6);
+       }},
+      {"cross entropy bf16 losses",
+       [](Backend& b) {
+         b.softmax_cross_entropy(z(b, {2}, bf16), nullptr, z(b, {2, 5}, f32), z(b, {2}, i32), 1.0f);
+       }},
+      {"cross entropy targets count",
+       [](Backend& b) {
+         b.softmax_cross_entropy(z(b, {2}, f32), nullptr, z(b, {2, 5}, f32), z(b, {3}, i32), 1.0f);
+       }},
+      {"adamw step 0",
+       [](Backend& b) {
+         AdamWConfig config;
+         config.step = 0;
+         b.adamw_update(z(b, {4}, f32), z(b, {4}, f32), z(b, {4}, f32), z(b, {4}, f32), config,
+                        nullptr);
+       }},
+      {"adamw bf16 moments",
+       [](Backend& b) {
+         b.adamw_update(z(b, {4}, f32), z(b, {4}, bf16), z(b, {4}, f32), z(b, {4}, f32), {},
+                        nullptr);
+       }},
+      {"sum_squares of int32",
+       [](Backend& b) {
+         const Tensor t[] = {z(b, {4}, f32), z(b, {4}, i32)};
+         (void)b.sum_squares(t);
+       }},
+      {"unscale_and_check of int32",
+       [](Backend& b) {
+         const Tensor t[] = {z(b, {4}, i32)};
+         (void)b.unscale_and_check(t, 1.0f);
+       }},
+      {"magnitude_histogram of int32",
+       [](Backend& b) {
+         const Tensor t[] = {z(b, {4}, i32)};
+         (void)b.magnitude_histogram(t);
+       }},
+  };
+  return calls;
+}
+
+// The message of the EngineError(kInvalidArgument) that `call` throws, or
+// a failure.
+::testing::AssertionResult refusal(const BadCall& call, Backend& backend, std::string& message) {
+  try {
+    call.call(backend);
+  } catch (const EngineError& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) {
+      return ::testing::AssertionFailure() << backend.name() << " threw another code: " << e.what();
+    }
+    message = e.what();
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << backend.name() << " accepted it";
+}
+
+TEST_P(BackendParityTest, BadArgumentsAreRefusedInTheSameWords) {
+  for (const BadCall& call : bad_calls()) {
+    SCOPED_TRACE(call.what);
+    std::string got, want;
+    ASSERT_TRUE(refusal(call, *backend_, got));
+    ASSERT_TRUE(refusal(call, *reference_, want));
+    EXPECT_EQ(got, want);
+    backend_->synchronize();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendParityTest, ::testing::ValuesIn(parity_backends()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
