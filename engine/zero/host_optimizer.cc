@@ -3,6 +3,8 @@
 
 #include <span>
 
+#include "engine/backend/cpu/cpu_backend.h"
+
 namespace mixtrain {
 
 HostOptimizer::HostOptimizer(const ZeroContext& context, const ZeroPartition& optimizer_partition,
@@ -10,7 +12,7 @@ HostOptimizer::HostOptimizer(const ZeroContext& context, const ZeroPartition& op
     : context_(context),
       partition_(optimizer_partition),
       state_(state),
-      cpu_(make_backend("cpu")),
+      cpu_(std::make_unique<CpuBackend>()),
       host_grads_(context.allocate(partition_.numel(), grad_dtype, MemoryCategory::kCommBuffers,
                                    MemoryPool::kHost),
                   Extent::kPartition),

@@ -4,8 +4,11 @@ wrong way. Reads every quoted #include of the product code and fails,
 naming file, line and rule, when one breaks the layering (README,
 "Layout"): the engine includes nothing outside engine/ and each engine
 module only the modules it builds on (the DEPENDS of its
-mixtrain_engine_module() in CMake, followed transitively); the shared libraries (proto/,
-jobspec/, net/, launch/) only what lies below them; a binary's folder
+mixtrain_engine_module() in CMake, followed transitively; a file belongs
+to the module whose SOURCES list it, a header to its .cc's, any other to
+the first module of the nearest CMakeLists at or above it, so that
+engine/backend/cpu/ is a module apart from engine/backend/); the shared
+libraries (proto/, jobspec/, net/, launch/) only what lies below them; a binary's folder
 (client/, server/, worker/) no other binary's folder; and every include is
 written with its folder from the repository root.
 
@@ -18,30 +21,53 @@ import re
 
 import tree_check
 
-# mixtrain_engine_module(name [DEPENDS module...] SOURCES ...) in an engine
-# module's CMakeLists: the CMake target graph the includes must follow.
+# mixtrain_engine_module(name [DEPENDS module...] SOURCES ...) in a
+# CMakeLists below engine/: the CMake target graph the includes must follow.
 MODULE_CALL = re.compile(r"mixtrain_engine_module\(\s*(\w+)([^)]*)\)")
 
 
+class Module:
+    def __init__(self, folder, deps, sources):
+        self.folder, self.deps, self.sources = folder, deps, sources
+
+
+def words_after(words, keyword, stop):
+    found = words[words.index(keyword) + 1:] if keyword in words else []
+    return found[:found.index(stop)] if stop in found else found
+
+
 def engine_modules(root):
-    """{module: [modules it declares it builds on]} from engine/*/CMakeLists.txt."""
+    """{module: Module}, in the order declared, from the CMakeLists.txt
+    files below engine/ (folder and sources as paths from the root)."""
     modules = {}
     engine = os.path.join(root, "engine")
-    for name in sorted(os.listdir(engine)):
-        cmake = os.path.join(engine, name, "CMakeLists.txt")
-        if not os.path.isfile(cmake):
+    for folder, dirs, files in os.walk(engine):
+        dirs.sort()
+        if folder == engine or "CMakeLists.txt" not in files:
             continue
-        with open(cmake, encoding="utf-8") as f:
+        where = os.path.relpath(folder, root)
+        with open(os.path.join(folder, "CMakeLists.txt"), encoding="utf-8") as f:
             for m in MODULE_CALL.finditer(f.read()):
                 words = m.group(2).split()
-                deps = []
-                if "DEPENDS" in words:
-                    for word in words[words.index("DEPENDS") + 1:]:
-                        if word == "SOURCES":
-                            break
-                        deps.append(word)
-                modules[m.group(1)] = deps
+                modules[m.group(1)] = Module(
+                    where, words_after(words, "DEPENDS", "SOURCES"),
+                    [where + "/" + source for source in words_after(words, "SOURCES", None)])
     return modules
+
+
+def module_of(modules, path):
+    """The module that holds `path` (a file of engine/), or None."""
+    stem = os.path.splitext(path)[0]
+    for name, module in modules.items():
+        if any(os.path.splitext(source)[0] == stem for source in module.sources):
+            return name
+    folder = os.path.dirname(path)
+    while folder != "engine":
+        for name, module in modules.items():
+            if module.folder == folder:
+                return name
+        folder = os.path.dirname(folder)
+    return None
 
 
 # The folders outside the engine and what each may include besides itself.
@@ -68,7 +94,8 @@ def is_generated(root, target):
 def closure(modules, module):
     seen, todo = set(), [module]
     while todo:
-        for dep in modules.get(todo.pop(), []):
+        current = modules.get(todo.pop())
+        for dep in current.deps if current else []:
             if dep not in seen:
                 seen.add(dep)
                 todo.append(dep)
@@ -82,12 +109,12 @@ def allowed(modules, source, target):
     if src[0] == "engine":
         if dst[0] != "engine":
             return "the engine includes nothing outside engine/"
-        module, dep = src[1], dst[1]
-        for name in (module, dep):
-            if name not in modules:
-                return "engine/%s declares no mixtrain_engine_module() in its CMakeLists" % name
+        module, dep = module_of(modules, source), module_of(modules, target)
+        for path, name in ((source, module), (target, dep)):
+            if name is None:
+                return "%s is in no mixtrain_engine_module() of a CMakeLists above it" % path
         if dep != module and dep not in closure(modules, module):
-            return "engine/%s does not declare it builds on engine/%s (DEPENDS)" % (module, dep)
+            return "module %s does not declare it builds on module %s (DEPENDS)" % (module, dep)
         return None
     if dst[0] == src[0] or dst[0] in FOLDERS[src[0]]:
         return None
@@ -119,6 +146,7 @@ def self_test():
     planted = {
         "engine/common/a.h": '#include "server/b.h"\n',          # engine reaching out
         "engine/numerics/c.h": '#include "engine/backend/d.h"\n',  # module reaching up
+        "engine/backend/e.h": '#include "engine/backend/cpu/k.h"\n',  # into a sub-module
         "net/e.h": '#include "launch/k.h"\n',                     # shared lib sideways
         "client/g.h": '#include "worker/h.h"\n',                   # leaf into leaf
         "server/i.h": '#include "i2.h"\n',                         # not from the root
@@ -135,7 +163,12 @@ def self_test():
         "proto/mixtrain.proto": "",
         "engine/common/CMakeLists.txt": "mixtrain_engine_module(common SOURCES f.cc)\n",
         "engine/numerics/CMakeLists.txt": "mixtrain_engine_module(numerics DEPENDS common SOURCES\n  c.cc\n)\n",
-        "engine/backend/CMakeLists.txt": "mixtrain_engine_module(backend DEPENDS numerics SOURCES d.cc)\n",
+        "engine/backend/CMakeLists.txt": "mixtrain_engine_module(backend DEPENDS numerics SOURCES d.cc)\n"
+                                         "mixtrain_engine_module(registry DEPENDS backend_cpu SOURCES\n"
+                                         "  r.cc\n)\n",
+        "engine/backend/cpu/CMakeLists.txt": "mixtrain_engine_module(backend_cpu DEPENDS backend SOURCES k.cc)\n",
+        "engine/backend/cpu/k.h": '#include "engine/backend/d.h"\n',
+        "engine/backend/r.h": '#include "engine/backend/cpu/k.h"\n',
     }
     reported = tree_check.reports_in_scratch_tree({**planted, **clean}, violations)
     return tree_check.judge_self_test(reported, planted, "planted violation")
