@@ -15,7 +15,6 @@ namespace {
 
 using op_checks::check_dtype;
 using op_checks::check_ids;
-using op_checks::check_numel;
 
 // ids is a host-readable (B,T) int32 tensor with 0 < T <= seq_len and
 // values in [0, vocab).
@@ -54,15 +53,15 @@ Gpt::Gpt(Backend& backend, GptConfig config, DType compute_dtype, DType grad_dty
 
 Gpt::~Gpt() = default;
 
-int64_t Gpt::fp8_gemm_count(const GptConfig& config, bool quantize_head) {
-  return 4 * config.layers + (quantize_head ? 1 : 0);
+int64_t Gpt::fp8_gemm_count(bool quantize_head) const {
+  return 4 * config_.layers + (quantize_head ? 1 : 0);
 }
 
 void Gpt::set_fp8(Fp8Linear* fp8, bool quantize_head) {
-  MIXTRAIN_CHECK_ARG(
-      fp8 == nullptr || fp8->recipe().gemms() == fp8_gemm_count(config_, quantize_head),
-      "Gpt::set_fp8: the recipe numbers " + std::to_string(fp8 ? fp8->recipe().gemms() : 0) +
-          " GEMMs, the model " + std::to_string(fp8_gemm_count(config_, quantize_head)));
+  MIXTRAIN_CHECK_ARG(fp8 == nullptr || fp8->recipe().gemms() == fp8_gemm_count(quantize_head),
+                     "Gpt::set_fp8: the recipe numbers " +
+                         std::to_string(fp8 ? fp8->recipe().gemms() : 0) + " GEMMs, the model " +
+                         std::to_string(fp8_gemm_count(quantize_head)));
   fp8_ = fp8;
   fp8_head_ = fp8 != nullptr && quantize_head;
 }
@@ -75,12 +74,6 @@ const ParameterInfo& Gpt::fp8_gemm_weight(int64_t gemm) const {
                      "Gpt::fp8_gemm_weight: no fp8 GEMM " + std::to_string(gemm));
   if (gemm == 4 * config_.layers) return layout_.output_head();
   return layout_.block(gemm / 4, kBlockGemms[gemm % 4]);
-}
-
-void Gpt::check_params(const char* op, const Tensor& params) const {
-  MIXTRAIN_CHECK_ARG(params.defined(), std::string(op) + ": params is undefined");
-  check_dtype(op, "params", params, compute_dtype_);
-  check_numel(op, "params", params, layout_.numel());
 }
 
 void Gpt::prepare_forward(const Tensor& tokens, const Tensor* targets) {
@@ -103,13 +96,7 @@ void Gpt::prepare_forward(const Tensor& tokens, const Tensor* targets) {
   if (targets != nullptr) backend_.copy(acts_->targets, *targets);
 }
 
-float Gpt::forward(const Tensor& params, const Tensor& tokens, const Tensor& targets) {
-  check_params("Gpt::forward", params);
-  FlatGptWeights weights(params, Tensor());
-  return forward(weights, tokens, targets);
-}
-
-float Gpt::forward(GptWeights& weights, const Tensor& tokens, const Tensor& targets) {
+float Gpt::forward(ModelWeights& weights, const Tensor& tokens, const Tensor& targets) {
   prepare_forward(tokens, &targets);
   logits_valid_ = false;
   backward_pending_ = false;
@@ -130,7 +117,7 @@ void Gpt::forward(const Tensor& params, const Tensor& tokens) {
   prepare_forward(tokens, nullptr);
   logits_valid_ = false;
   backward_pending_ = false;
-  FlatGptWeights weights(params, Tensor());
+  FlatModelWeights weights(params, Tensor());
   run_forward(weights);
   logits_valid_ = true;
 }
@@ -142,17 +129,7 @@ Tensor Gpt::logits() const {
   return acts_->logits;
 }
 
-void Gpt::backward(const Tensor& params, const Tensor& grads, float dloss) {
-  constexpr const char* kOp = "Gpt::backward";
-  check_params(kOp, params);
-  MIXTRAIN_CHECK_ARG(grads.defined(), std::string(kOp) + ": grads is undefined");
-  check_dtype(kOp, "grads", grads, grad_dtype_);
-  check_numel(kOp, "grads", grads, layout_.numel());
-  FlatGptWeights weights(params, grads);
-  backward(weights, dloss);
-}
-
-void Gpt::backward(GptWeights& weights, float dloss) {
+void Gpt::backward(ModelWeights& weights, float dloss) {
   MIXTRAIN_CHECK_ARG(backward_pending_,
                      "Gpt::backward: needs a forward with targets since the last backward");
   if (!grad_acts_ || grad_acts_->batch != acts_->batch || grad_acts_->seq != acts_->seq) {

@@ -9,7 +9,7 @@
 
 namespace mixtrain {
 
-void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
+void Gpt::run_backward(ModelWeights& weights, float dloss_per_position) {
   GptActivations& a = *acts_;
   GptActivationGrads& d = *grad_acts_;
   Backend& be = backend_;
@@ -42,7 +42,7 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
   // Tied head: dlnf = dlogits wte, dwte += dlogits^T lnf (zero in the
   // padding rows). The embeddings stay acquired until the embedding
   // backward completes wte's gradient.
-  weights.acquire(ParameterLayout::kEmbeddingsUnit, GptPass::kBackward);
+  weights.acquire(ParameterLayout::kEmbeddingsUnit, ModelPass::kBackward);
   if (fp8_head_) {
     fp8_->backward(4 * config_.layers, rows(d.btc), grad(layout_.output_head()), nullptr,
                    rows(a.logits), rows(a.lnf), param(layout_.output_head()));
@@ -54,11 +54,11 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
     be.matmul(grad(layout_.output_head()), rows(a.logits), rows(a.lnf), accumulate_dwte);
   }
   be.set_zero(d.residual);
-  weights.acquire(layout_.lnf_unit(), GptPass::kBackward);
+  weights.acquire(layout_.lnf_unit(), ModelPass::kBackward);
   be.layernorm_backward(d.residual, grad(layout_.lnf_weight()), grad(layout_.lnf_bias()), d.btc,
                         a.blocks.back().residual3, param(layout_.lnf_weight()), a.lnf_mean,
                         a.lnf_rstd);
-  weights.release(layout_.lnf_unit(), GptPass::kBackward);
+  weights.release(layout_.lnf_unit(), ModelPass::kBackward);
 
   // d.residual holds the gradient of block l's residual3 on entry and of its
   // input x on exit; the residual adds pass it through unchanged.
@@ -67,7 +67,7 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
   for (int64_t l = config_.layers - 1; l >= 0; --l) {
     BlockActivations& blk = a.blocks[static_cast<size_t>(l)];
     const Tensor& x = block_input(l);
-    weights.acquire(layout_.block_unit(l), GptPass::kBackward);
+    weights.acquire(layout_.block_unit(l), ModelPass::kBackward);
     if (l < config_.layers - 1) recompute_block(weights, l);
     // MLP sub-block.
     linear_backward(d.fch_gelu, d.residual, blk.fch_gelu, l, 3, BlockParameter::kMlpProjWeight,
@@ -91,13 +91,13 @@ void Gpt::run_backward(GptWeights& weights, float dloss_per_position) {
                           grad(layout_.block(l, BlockParameter::kLn1Bias)), d.btc, x,
                           param(layout_.block(l, BlockParameter::kLn1Weight)), blk.ln1_mean,
                           blk.ln1_rstd);
-    weights.release(layout_.block_unit(l), GptPass::kBackward);
+    weights.release(layout_.block_unit(l), ModelPass::kBackward);
   }
 
   // encoded = wte[tokens] + wpe[t]: scatter-add into both tables.
   be.embedding_backward(grad(layout_.wte()), rows(d.residual), a.tokens);
   be.embedding_backward(grad(layout_.wpe()), rows(d.residual), a.positions);
-  weights.release(ParameterLayout::kEmbeddingsUnit, GptPass::kBackward);
+  weights.release(ParameterLayout::kEmbeddingsUnit, ModelPass::kBackward);
 }
 
 }  // namespace mixtrain

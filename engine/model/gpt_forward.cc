@@ -10,7 +10,7 @@ namespace mixtrain {
 
 using config::ActivationCheckpointing;
 
-void Gpt::linear_forward(GptWeights& weights, const Tensor& out, const Tensor& in, int64_t layer,
+void Gpt::linear_forward(ModelWeights& weights, const Tensor& out, const Tensor& in, int64_t layer,
                          int64_t index, BlockParameter weight, BlockParameter bias,
                          const Tensor* gelu_out, bool again) {
   const Tensor b = weights.param(layout_.block(layer, bias));
@@ -36,7 +36,7 @@ const Tensor& Gpt::block_input(int64_t l) const {
   return l == 0 ? acts_->encoded : acts_->blocks[static_cast<size_t>(l - 1)].residual3;
 }
 
-void Gpt::block_forward(GptWeights& weights, int64_t l, bool again) {
+void Gpt::block_forward(ModelWeights& weights, int64_t l, bool again) {
   GptActivations& a = *acts_;
   Backend& be = backend_;
   BlockActivations& blk = a.blocks[static_cast<size_t>(l)];
@@ -67,7 +67,7 @@ void Gpt::block_forward(GptWeights& weights, int64_t l, bool again) {
   be.add(blk.residual3, blk.residual2, a.projection);
 }
 
-void Gpt::recompute_block(GptWeights& weights, int64_t l) {
+void Gpt::recompute_block(ModelWeights& weights, int64_t l) {
   switch (checkpointing_) {
     case ActivationCheckpointing::kNone:
       return;
@@ -90,28 +90,28 @@ void Gpt::recompute_block(GptWeights& weights, int64_t l) {
   be.gelu_forward(blk.fch_gelu, blk.fch);
 }
 
-void Gpt::run_forward(GptWeights& weights) {
+void Gpt::run_forward(ModelWeights& weights) {
   GptActivations& a = *acts_;
   Backend& be = backend_;
   auto param = [&](const ParameterInfo& info) { return weights.param(info); };
 
   // encoded = wte[tokens] + wpe[t]; the embeddings stay acquired for the head.
-  weights.acquire(ParameterLayout::kEmbeddingsUnit, GptPass::kForward);
+  weights.acquire(ParameterLayout::kEmbeddingsUnit, ModelPass::kForward);
   be.embedding_forward(rows(a.encoded), a.tokens, param(layout_.wte()), /*accumulate=*/false);
   be.embedding_forward(rows(a.encoded), a.positions, param(layout_.wpe()), /*accumulate=*/true);
 
   for (int64_t l = 0; l < config_.layers; ++l) {
-    weights.acquire(layout_.block_unit(l), GptPass::kForward);
+    weights.acquire(layout_.block_unit(l), ModelPass::kForward);
     block_forward(weights, l, /*again=*/false);
-    weights.release(layout_.block_unit(l), GptPass::kForward);
+    weights.release(layout_.block_unit(l), ModelPass::kForward);
   }
 
   // logits = ln_f(residual) wte^T (the head is tied to the token embedding;
   // wte's zero padding rows give the padded vocabulary's zero logits)
-  weights.acquire(layout_.lnf_unit(), GptPass::kForward);
+  weights.acquire(layout_.lnf_unit(), ModelPass::kForward);
   be.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.blocks.back().residual3,
                        param(layout_.lnf_weight()), param(layout_.lnf_bias()));
-  weights.release(layout_.lnf_unit(), GptPass::kForward);
+  weights.release(layout_.lnf_unit(), ModelPass::kForward);
   if (fp8_head_) {
     fp8_->forward(4 * config_.layers, rows(a.logits), rows(a.lnf), param(layout_.output_head()),
                   nullptr, nullptr);
@@ -120,7 +120,7 @@ void Gpt::run_forward(GptWeights& weights) {
     head.trans_b = true;
     be.matmul(rows(a.logits), rows(a.lnf), param(layout_.output_head()), head);
   }
-  weights.release(ParameterLayout::kEmbeddingsUnit, GptPass::kForward);
+  weights.release(ParameterLayout::kEmbeddingsUnit, ModelPass::kForward);
 }
 
 }  // namespace mixtrain

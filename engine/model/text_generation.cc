@@ -45,9 +45,9 @@ int32_t sample_token(const std::vector<float>& logits, const GenerationOptions& 
 
 }  // namespace
 
-std::vector<int32_t> generate(Backend& backend, Gpt& gpt, const Tensor& params,
+std::vector<int32_t> generate(Backend& backend, Model& model, const Tensor& params,
                               std::vector<int32_t> prompt, const GenerationOptions& options) {
-  const GptConfig& config = gpt.config();
+  const GptConfig& config = model.config();
   MIXTRAIN_CHECK_ARG(options.new_tokens >= 0, "generate: tokens must be >= 0, got " +
                                                   std::to_string(options.new_tokens));
   MIXTRAIN_CHECK_ARG(options.temperature > 0.0f && std::isfinite(options.temperature),
@@ -68,8 +68,8 @@ std::vector<int32_t> generate(Backend& backend, Gpt& gpt, const Tensor& params,
     const Tensor tokens =
         backend.empty({1, context}, DType::kI32, MemoryCategory::kActivations, MemoryPool::kHost);
     backend.copy_from_host(tokens, prompt.data() + (prompt.size() - static_cast<size_t>(context)));
-    gpt.forward(params, tokens);
-    const Tensor logits = gpt.logits();
+    model.forward(params, tokens);
+    const Tensor logits = model.logits();
     const Tensor row = logits.view((context - 1) * config.padded_vocab(), {config.vocab});
     const Tensor row_f32 = backend.empty({config.vocab}, DType::kF32, MemoryCategory::kWorkspace);
     backend.cast(row_f32, row);

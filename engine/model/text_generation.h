@@ -1,4 +1,4 @@
-// Why: `mixtrain sample` turns a trained GPT back into text: autoregressive
+// Why: `mixtrain sample` turns a trained model back into text: autoregressive
 // sampling from the softmax of the last position's logits, with the
 // context cropped to the model's seq_len, reproducible from a seed.
 #pragma once
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model/gpt.h"
+#include "engine/model/model.h"
 
 namespace mixtrain {
 
@@ -18,10 +18,10 @@ struct GenerationOptions {
 };
 
 // Appends options.new_tokens tokens to `prompt` (ids in [0, vocab); may be
-// empty, then generation starts from token 0) with `gpt` on `params`, and
+// empty, then generation starts from token 0) with `model` on `params`, and
 // returns the prompt followed by the new tokens. Throws
 // EngineError(kInvalidArgument) for a bad option or id.
-std::vector<int32_t> generate(Backend& backend, Gpt& gpt, const Tensor& params,
+std::vector<int32_t> generate(Backend& backend, Model& model, const Tensor& params,
                               std::vector<int32_t> prompt, const GenerationOptions& options);
 
 }  // namespace mixtrain

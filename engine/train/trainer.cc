@@ -62,15 +62,15 @@ AdamWConfig adamw_config(const config::TrainSpec& train) {
   return out;
 }
 
-// The recipe of a compute fp8 spec, else null.
-std::unique_ptr<Fp8Recipe> make_fp8_recipe(const config::JobSpec& spec) {
+// The recipe of a compute fp8 spec for `model`'s GEMMs, else null.
+std::unique_ptr<Fp8Recipe> make_fp8_recipe(const config::JobSpec& spec, const Model& model) {
   if (!config::is_fp8_compute(spec.precision)) return nullptr;
   const config::Fp8Spec fp8 = config::effective_fp8(spec.precision);
-  return std::make_unique<Fp8Recipe>(
-      fp8_recipe_settings(fp8), Gpt::fp8_gemm_count(gpt_config(spec.model), !fp8.skip_first_last));
+  return std::make_unique<Fp8Recipe>(fp8_recipe_settings(fp8),
+                                     model.fp8_gemm_count(!fp8.skip_first_last));
 }
 
-// The pool Gpt::forward can read token ids from on the host.
+// The pool Model::forward can read token ids from on the host.
 MemoryPool host_readable_pool(const Backend& backend) {
   return backend.device_type() == DeviceType::kCpu ? MemoryPool::kDevice : MemoryPool::kHost;
 }
@@ -82,23 +82,23 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
       spec_(checked_spec(std::move(spec))),
       options_(std::move(options)),
       checkpoint_dir_(options_.checkpoint_dir.value_or(config::effective_checkpoint_dir(spec_))),
-      fp8_recipe_(make_fp8_recipe(spec_)),
+      model_(make_model(backend_, gpt_config(spec_.model), config::model_dtype(spec_.precision),
+                        options_.grads_fp32 ? DType::kF32 : config::model_dtype(spec_.precision),
+                        world_size(options_.comm), spec_.train.activation_checkpointing)),
+      fp8_recipe_(make_fp8_recipe(spec_, *model_)),
       fp8_linear_(fp8_recipe_ ? std::make_unique<Fp8Linear>(backend_, *fp8_recipe_) : nullptr),
-      gpt_(backend_, gpt_config(spec_.model), config::model_dtype(spec_.precision),
-           options_.grads_fp32 ? DType::kF32 : config::model_dtype(spec_.precision),
-           world_size(options_.comm), spec_.train.activation_checkpointing),
       data_(load_train_val(spec_.data, spec_.model.vocab, spec_.model.seq_len, backend_.memory(),
                            options_.data_root)),
       sampler_(data_.train, sampler_config(spec_, options_.comm)),
       lr_schedule_(lr_config(spec_.train)),
       scaler_(loss_scaler_config(spec_.precision)),
       adamw_config_(adamw_config(spec_.train)),
-      zero_(backend_, gpt_, options_.comm, zero_settings(spec_.zero)) {
+      zero_(backend_, *model_, options_.comm, zero_settings(spec_.zero)) {
   // Every rank evaluates the same batches (stage 3 needs every rank in
   // each gather), so the eval stream ignores the rank.
   if (spec_.train.eval_batches > 0)
     eval_stream_.emplace(data_.val, sampler_config(spec_, nullptr), spec_.train.eval_batches);
-  const ParameterLayout& layout = gpt_.layout();
+  const ParameterLayout& layout = model_->layout();
   for (const ParameterInfo& info : layout.parameters()) parameter_names_.push_back(info.name);
 
   backend_.allow_tf32(spec_.precision.tf32);
@@ -106,7 +106,7 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
     const DType codes[] = {DType::kFP8E4M3, DType::kFP8E4M3, spec_.precision.compute};
     if (const OpSupport fp8 = backend_.supports(BackendOp::kMatmulFp8, codes); !fp8.supported)
       throw EngineError(ErrorCode::kInvalidArgument, "precision.compute fp8: " + fp8.reason);
-    gpt_.set_fp8(fp8_linear_.get(), !config::effective_fp8(spec_.precision).skip_first_last);
+    model_->set_fp8(fp8_linear_.get(), !config::effective_fp8(spec_.precision).skip_first_last);
   }
   const DType compute = spec_.precision.compute;
   const Shape batch{spec_.train.micro_batch, spec_.model.seq_len};
@@ -115,16 +115,16 @@ Trainer::Trainer(Backend& backend, config::JobSpec spec, TrainerOptions options)
   targets_ = backend_.empty(batch, DType::kI32, MemoryCategory::kActivations,
                             host_readable_pool(backend_));
 
-  state_.model = gpt_.config();
+  state_.model = model_->config();
   state_.compute_dtype = compute;
   if (options_.resume_dir) {
     restore_checkpoint(*options_.resume_dir);
   } else {
     const std::vector<float> initial =
         spec_.model.init_from
-            ? padded_weights(layout, import_hf_safetensors(*spec_.model.init_from, gpt_.config(),
+            ? padded_weights(layout, import_hf_safetensors(*spec_.model.init_from, model_->config(),
                                                            options_.data_root))
-            : gpt2_init(layout, gpt_.config(), static_cast<uint64_t>(spec_.train.seed));
+            : gpt2_init(layout, model_->config(), static_cast<uint64_t>(spec_.train.seed));
     zero_.load(ZeroEngine::State::kMaster, initial);
     zero_.refresh_weights();
   }
@@ -186,7 +186,7 @@ TrainSummary Trainer::summary(const std::string& status) const {
   out.world_size = zero_.world_size();
   out.zero_stage = spec_.zero.stage;
   out.compute_dtype = config::compute_dtype_name(spec_.precision.compute);
-  out.param_count = gpt_.layout().param_count();
+  out.param_count = model_->layout().param_count();
   out.tokens_per_second = train_seconds_ > 0.0 ? train_tokens_ / train_seconds_ : 0.0;
   out.final_train_loss = state_.last_train_loss;
   out.final_val_loss = state_.last_val_loss;
@@ -206,7 +206,7 @@ TrainSummary Trainer::summary(const std::string& status) const {
 }
 
 std::vector<float> Trainer::master_weights() {
-  return unpadded_weights(gpt_.layout(), zero_.gather(ZeroEngine::State::kMaster));
+  return unpadded_weights(model_->layout(), zero_.gather(ZeroEngine::State::kMaster));
 }
 
 }  // namespace mixtrain

@@ -41,7 +41,7 @@
 #include "engine/data/batch_sampler.h"
 #include "engine/data/eval_batch_stream.h"
 #include "engine/data/train_val_split.h"
-#include "engine/model/gpt.h"
+#include "engine/model/model.h"
 #include "engine/optim/adamw.h"
 #include "engine/optim/lr_schedule.h"
 #include "engine/train/progress.h"
@@ -117,7 +117,7 @@ class Trainer {
   // order, gathered from every rank (a collective: every rank must call it).
   std::vector<float> master_weights();
   // The model's layout (padded for the world size).
-  const ParameterLayout& layout() const { return gpt_.layout(); }
+  const ParameterLayout& layout() const { return model_->layout(); }
   const std::filesystem::path& checkpoint_dir() const { return checkpoint_dir_; }
 
  private:
@@ -131,7 +131,7 @@ class Trainer {
   StepProgress train_step();
   // Copies the batch's ids into the token buffers and returns the mean
   // loss of a forward through `weights`.
-  float forward(GptWeights& weights, const TokenBatch& batch);
+  float forward(ModelWeights& weights, const TokenBatch& batch);
   // The mean of `local` (this rank's loss) over the ranks.
   double mean_over_ranks(double local);
   GradClip clip(float loss_scale);
@@ -167,11 +167,12 @@ class Trainer {
   config::JobSpec spec_;
   TrainerOptions options_;
   std::filesystem::path checkpoint_dir_;
-  // Compute fp8: the scaling state and the GEMMs that use it (before gpt_,
-  // which runs its linear layers through fp8_linear_); null otherwise.
+  std::unique_ptr<Model> model_;
+  // Compute fp8: the scaling state and the GEMMs that use it (the model
+  // runs its linear layers through fp8_linear_, and never touches it
+  // again once the passes are done); null otherwise.
   std::unique_ptr<Fp8Recipe> fp8_recipe_;
   std::unique_ptr<Fp8Linear> fp8_linear_;
-  Gpt gpt_;
   TrainValTokens data_;
   BatchSampler sampler_;
   std::optional<EvalBatchStream> eval_stream_;  // unset when train.eval_batches is 0

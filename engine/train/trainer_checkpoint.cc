@@ -118,8 +118,8 @@ void Trainer::write_checkpoint() {
             const Shape shape{static_cast<int64_t>(values.back().size())};
             tensors.push_back(HostTensor{{tensor.name, DType::kF32, shape}, values.back().data()});
           }
-          SafetensorsMetadata metadata = shard_metadata(plain_runs(gpt_.layout(), owned));
-          metadata.emplace(kHfConfigMetadataKey, hf_config_metadata(gpt_.config()));
+          SafetensorsMetadata metadata = shard_metadata(plain_runs(model_->layout(), owned));
+          metadata.emplace(kHfConfigMetadataKey, hf_config_metadata(model_->config()));
           return file_words(write_checkpoint_file(temporary, shard_file_name(owned.rank(), shards),
                                                   tensors, metadata));
         });
@@ -156,14 +156,14 @@ void Trainer::restore_checkpoint(const std::filesystem::path& resume_dir) {
       std::to_string(checkpoint.state.step) + ")");
   const std::string source = checkpoint.path.string();
   const TrainerState& restored = checkpoint.state;
-  check_resumable(restored, gpt_.config(), spec_.precision.compute, source);
+  check_resumable(restored, model_->config(), spec_.precision.compute, source);
   MIXTRAIN_CHECK_ARG(restored.sampler.seed == static_cast<uint64_t>(spec_.train.seed),
                      source +
                          ": cannot resume: the checkpoint was trained with "
                          "train.seed " +
                          std::to_string(restored.sampler.seed) + " but the job spec has " +
                          std::to_string(spec_.train.seed));
-  const std::vector<FlatRun> runs = plain_runs(gpt_.layout(), zero_.optimizer_partition());
+  const std::vector<FlatRun> runs = plain_runs(model_->layout(), zero_.optimizer_partition());
   for (const StateTensor& tensor : kStateTensors)
     zero_.load_owned(tensor.which, checkpoint.shards.read(tensor.name, runs));
   zero_.refresh_weights();

@@ -30,9 +30,9 @@ StepProgress Trainer::train_step() {
   if (fp8_linear_) fp8_linear_->count_activations(stats_step);
   double loss_sum = 0.0;
   for (size_t i = 0; i < batches.size(); ++i) {
-    GptWeights& weights = zero_.train_weights(/*reduce=*/i + 1 == batches.size());
+    ModelWeights& weights = zero_.train_weights(/*reduce=*/i + 1 == batches.size());
     loss_sum += forward(weights, batches[i]);
-    gpt_.backward(weights, dloss);
+    model_->backward(weights, dloss);
   }
   zero_.finish_gradients();
   std::optional<GradientRange> gradient_range;
@@ -40,15 +40,15 @@ StepProgress Trainer::train_step() {
     std::vector<size_t> parameters;
     for (const PartitionSegment& segment : zero_.optimizer_partition().segments())
       parameters.push_back(segment.parameter);
-    gradient_range = measure_gradient_range(backend_, gpt_.layout(), zero_.owned_gradient_views(),
-                                            parameters, step_number);
+    gradient_range = measure_gradient_range(backend_, model_->layout(),
+                                            zero_.owned_gradient_views(), parameters, step_number);
     if (fp8_linear_) {
       fp8_linear_->count_activations(false);
       auto& groups = gradient_range->fp8_activations.emplace();
       const std::vector<MagnitudeHistogram>& counts = fp8_linear_->activation_counts();
       for (size_t gemm = 0; gemm < counts.size(); ++gemm) {
         const GradientGroup group =
-            gradient_group(gpt_.fp8_gemm_weight(static_cast<int64_t>(gemm)));
+            gradient_group(model_->fp8_gemm_weight(static_cast<int64_t>(gemm)));
         groups[static_cast<size_t>(group)].add(counts[gemm]);
       }
     }
@@ -114,13 +114,13 @@ StepProgress Trainer::train_step() {
   return progress;
 }
 
-float Trainer::forward(GptWeights& weights, const TokenBatch& batch) {
+float Trainer::forward(ModelWeights& weights, const TokenBatch& batch) {
   // Written by the host directly (host-readable memory, pinned on a GPU):
   // the last upload from them is done, since forward() waited for its
   // losses; the model then uploads them asynchronously.
   std::memcpy(tokens_.data(), batch.inputs.data(), tokens_.nbytes());
   std::memcpy(targets_.data(), batch.targets.data(), targets_.nbytes());
-  return gpt_.forward(weights, tokens_, targets_);
+  return model_->forward(weights, tokens_, targets_);
 }
 
 double Trainer::mean_over_ranks(double local) {

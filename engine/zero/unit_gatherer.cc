@@ -33,9 +33,9 @@ UnitGatherer::~UnitGatherer() {
   }
 }
 
-std::optional<size_t> UnitGatherer::next_unit(size_t unit, GptPass pass) const {
+std::optional<size_t> UnitGatherer::next_unit(size_t unit, ModelPass pass) const {
   const size_t lnf = context_.layout.lnf_unit();
-  if (pass == GptPass::kForward) {  // embeddings, h.0 ... h.L-1, ln_f
+  if (pass == ModelPass::kForward) {  // embeddings, h.0 ... h.L-1, ln_f
     if (unit == lnf) return std::nullopt;
     return unit + 1;
   }
@@ -55,7 +55,7 @@ void UnitGatherer::start_gather(size_t unit_index) {
   prefetch_ = Prefetch{unit_index, std::move(buffer), std::move(handle)};
 }
 
-void UnitGatherer::acquire(size_t unit, GptPass pass) {
+void UnitGatherer::acquire(size_t unit, ModelPass pass) {
   if (!prefetch_ || prefetch_->unit != unit) {
     if (prefetch_) prefetch_->handle.wait();  // a pass that stopped early
     start_gather(unit);

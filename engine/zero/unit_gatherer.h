@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/model/gpt_weights.h"
+#include "engine/model/model_weights.h"
 #include "engine/zero/reused_buffers.h"
 #include "engine/zero/zero_context.h"
 
@@ -32,14 +32,14 @@ class UnitGatherer {
   UnitGatherer& operator=(const UnitGatherer&) = delete;
 
   // `pass` acquires `unit`: its weights are gathered when this returns.
-  void acquire(size_t unit, GptPass pass);
+  void acquire(size_t unit, ModelPass pass);
   void release(size_t unit);
   // `info`'s full weights while its unit is acquired.
   Tensor param(const ParameterInfo& info) const;
 
  private:
   // The unit a pass acquires after `unit`, or nullopt after its last.
-  std::optional<size_t> next_unit(size_t unit, GptPass pass) const;
+  std::optional<size_t> next_unit(size_t unit, ModelPass pass) const;
   // Starts gathering `unit`'s weights into a reused buffer.
   void start_gather(size_t unit);
 

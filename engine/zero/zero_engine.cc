@@ -10,21 +10,21 @@
 
 namespace mixtrain {
 
-// The GptWeights of the engine: acquire/release go to stage 3's gatherer
+// The ModelWeights of the engine: acquire/release go to stage 3's gatherer
 // and the gradient reduction; parameters are views of the full buffer or
 // the gathered unit, gradients wherever the reduction has backward add.
-class ZeroEngine::Weights final : public GptWeights {
+class ZeroEngine::Weights final : public ModelWeights {
  public:
   explicit Weights(ZeroEngine& engine) : engine_(engine) {}
   void set_last_micro_batch(bool last) { last_micro_batch_ = last; }
 
-  void acquire(size_t unit, GptPass pass) override {
+  void acquire(size_t unit, ModelPass pass) override {
     if (engine_.gatherer_) engine_.gatherer_->acquire(unit, pass);
-    if (pass == GptPass::kBackward) engine_.reduction_->begin_unit(unit);
+    if (pass == ModelPass::kBackward) engine_.reduction_->begin_unit(unit);
   }
-  void release(size_t unit, GptPass pass) override {
+  void release(size_t unit, ModelPass pass) override {
     if (engine_.gatherer_) engine_.gatherer_->release(unit);
-    if (pass == GptPass::kBackward) engine_.reduction_->end_unit(unit, last_micro_batch_);
+    if (pass == ModelPass::kBackward) engine_.reduction_->end_unit(unit, last_micro_batch_);
   }
   Tensor param(const ParameterInfo& info) override {
     if (engine_.gatherer_) return engine_.gatherer_->param(info);
@@ -54,12 +54,13 @@ ZeroSettings checked(ZeroSettings settings, const Backend& backend, const Commun
 
 }  // namespace
 
-ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, ZeroSettings settings)
+ZeroEngine::ZeroEngine(Backend& backend, const Model& model, Communicator* comm,
+                       ZeroSettings settings)
     : backend_(backend),
-      layout_(gpt.layout()),
+      layout_(model.layout()),
       comm_(comm),
       settings_(checked(settings, backend, comm)),
-      placement_(zero_placement(settings_, gpt.compute_dtype())),
+      placement_(zero_placement(settings_, model.compute_dtype())),
       world_size_(comm ? comm->world_size() : 1),
       partition_(layout_, comm ? comm->rank() : 0, world_size_),
       optimizer_partition_(
@@ -68,19 +69,19 @@ ZeroEngine::ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, Zer
   state_.master = allocate(placement_.optimizer, DType::kF32, MemoryCategory::kMasterParams);
   state_.adam_m = allocate(placement_.optimizer, DType::kF32, MemoryCategory::kOptimizerState);
   state_.adam_v = allocate(placement_.optimizer, DType::kF32, MemoryCategory::kOptimizerState);
-  params_ =
-      PlacedTensor(placement_.weights_are_master
-                       ? state_.master
-                       : allocate(placement_.weights, gpt.compute_dtype(), MemoryCategory::kParams),
-                   placement_.weights.extent);
-  grads_ = PlacedTensor(allocate(placement_.gradients, gpt.grad_dtype(), MemoryCategory::kGrads),
+  params_ = PlacedTensor(
+      placement_.weights_are_master
+          ? state_.master
+          : allocate(placement_.weights, model.compute_dtype(), MemoryCategory::kParams),
+      placement_.weights.extent);
+  grads_ = PlacedTensor(allocate(placement_.gradients, model.grad_dtype(), MemoryCategory::kGrads),
                         placement_.gradients.extent);
   reduction_ = make_gradient_reduction(context_, placement_, grads_, settings_);
   if (placement_.gathers_each_unit())
     gatherer_ = std::make_unique<UnitGatherer>(context_, params_.tensor());
   if (placement_.optimizer.pool == MemoryPool::kHost) {
     host_optimizer_ = std::make_unique<HostOptimizer>(context_, optimizer_partition_, state_,
-                                                      gpt.grad_dtype(), gpt.compute_dtype());
+                                                      model.grad_dtype(), model.compute_dtype());
   }
   weights_ = std::make_unique<Weights>(*this);
 }
@@ -180,12 +181,12 @@ void ZeroEngine::gather_weights() {
 
 void ZeroEngine::begin_step() { backend_.set_zero(grads_.tensor()); }
 
-GptWeights& ZeroEngine::train_weights(bool reduce) {
+ModelWeights& ZeroEngine::train_weights(bool reduce) {
   weights_->set_last_micro_batch(reduce);
   return *weights_;
 }
 
-GptWeights& ZeroEngine::eval_weights() {
+ModelWeights& ZeroEngine::eval_weights() {
   weights_->set_last_micro_batch(false);
   return *weights_;
 }

@@ -9,7 +9,7 @@
 // weights only while a pass has it acquired (UnitGatherer).
 //
 // Partitions follow ZeroPartition: rank r owns chunk r of every unit of
-// the padded layout (Gpt built with unit_alignment = world size). On a GPU
+// the padded layout (the model built with unit_alignment = world size). On a GPU
 // no collective waits for the device: each waits, on the communicator's
 // stream, for an event recorded on the compute stream. Every rank must
 // call the same methods in the same order.
@@ -22,7 +22,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/comm/communicator.h"
-#include "engine/model/gpt.h"
+#include "engine/model/model.h"
 #include "engine/optim/adamw.h"
 #include "engine/zero/gradient_reduction.h"
 #include "engine/zero/host_optimizer.h"
@@ -36,12 +36,12 @@ namespace mixtrain {
 
 class ZeroEngine {
  public:
-  // State for `gpt` (whose layout is aligned to the world size) on
+  // State for `model` (whose layout is aligned to the world size) on
   // `backend`; comm null means one rank. Both must outlive the engine.
   // Throws EngineError(kInvalidArgument) for a stage outside 0..3,
   // offload_params below stage 3, a misaligned layout, or a communicator
   // whose device is not the backend's.
-  ZeroEngine(Backend& backend, const Gpt& gpt, Communicator* comm, ZeroSettings settings);
+  ZeroEngine(Backend& backend, const Model& model, Communicator* comm, ZeroSettings settings);
   ~ZeroEngine();
   ZeroEngine(const ZeroEngine&) = delete;
   ZeroEngine& operator=(const ZeroEngine&) = delete;
@@ -82,9 +82,9 @@ class ZeroEngine {
   // The weights for one training micro-batch: its forward and backward.
   // With reduce false (not the step's last micro-batch) stages 0 and 1
   // only accumulate locally; stages 2 and 3 reduce every micro-batch.
-  GptWeights& train_weights(bool reduce);
+  ModelWeights& train_weights(bool reduce);
   // The weights for a forward-only pass (evaluation, sampling).
-  GptWeights& eval_weights();
+  ModelWeights& eval_weights();
   // Waits for every gradient reduction: this rank's owned gradients now
   // hold the sum over ranks.
   void finish_gradients();

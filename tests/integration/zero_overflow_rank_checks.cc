@@ -63,15 +63,15 @@ Injection middle_of_chunk(const ParameterLayout& layout, int owner, float value)
 
 // The engine's weights, except that when backward releases the injection's
 // unit the injected value first replaces its gradient element.
-class InjectingWeights final : public GptWeights {
+class InjectingWeights final : public ModelWeights {
  public:
-  InjectingWeights(GptWeights& engine_weights, const ParameterLayout& layout,
+  InjectingWeights(ModelWeights& engine_weights, const ParameterLayout& layout,
                    std::optional<Injection> injection)
       : inner_(engine_weights), layout_(layout), injection_(injection) {}
 
-  void acquire(size_t unit, GptPass pass) override { inner_.acquire(unit, pass); }
-  void release(size_t unit, GptPass pass) override {
-    if (injection_ && pass == GptPass::kBackward && unit == injection_->unit) {
+  void acquire(size_t unit, ModelPass pass) override { inner_.acquire(unit, pass); }
+  void release(size_t unit, ModelPass pass) override {
+    if (injection_ && pass == ModelPass::kBackward && unit == injection_->unit) {
       const Tensor element =
           inner_.grad(layout_.parameters()[injection_->parameter]).view(injection_->element, {1});
       uint32_t stored = 0;
@@ -84,7 +84,7 @@ class InjectingWeights final : public GptWeights {
   Tensor grad(const ParameterInfo& info) override { return inner_.grad(info); }
 
  private:
-  GptWeights& inner_;
+  ModelWeights& inner_;
   const ParameterLayout& layout_;
   std::optional<Injection> injection_;
 };

@@ -15,21 +15,21 @@ namespace mixtrain::model_test {
 namespace {
 
 // Flat weights that log acquire/release and flag any access outside them.
-class RecordingWeights final : public GptWeights {
+class RecordingWeights final : public ModelWeights {
  public:
   RecordingWeights(const ParameterLayout& layout, Tensor params, Tensor grads)
       : layout_(layout),
         flat_(std::move(params), std::move(grads)),
         held_(layout.units().size(), false) {}
 
-  void acquire(size_t unit, GptPass pass) override {
-    log_.push_back(std::string(pass == GptPass::kForward ? "F" : "B") + "+" +
+  void acquire(size_t unit, ModelPass pass) override {
+    log_.push_back(std::string(pass == ModelPass::kForward ? "F" : "B") + "+" +
                    layout_.units()[unit].name);
     if (held_[unit]) violations_.push_back("acquired twice: " + layout_.units()[unit].name);
     held_[unit] = true;
   }
-  void release(size_t unit, GptPass pass) override {
-    log_.push_back(std::string(pass == GptPass::kForward ? "F" : "B") + "-" +
+  void release(size_t unit, ModelPass pass) override {
+    log_.push_back(std::string(pass == ModelPass::kForward ? "F" : "B") + "-" +
                    layout_.units()[unit].name);
     if (!held_[unit]) violations_.push_back("released unheld: " + layout_.units()[unit].name);
     held_[unit] = false;
@@ -56,7 +56,7 @@ class RecordingWeights final : public GptWeights {
   }
 
   const ParameterLayout& layout_;
-  FlatGptWeights flat_;
+  FlatModelWeights flat_;
   std::vector<bool> held_;
   std::vector<std::string> log_;
   std::vector<std::string> violations_;
@@ -64,7 +64,7 @@ class RecordingWeights final : public GptWeights {
 
 // Activation checkpointing's recompute runs inside the backward's hold of
 // the block, so it adds no acquire (and no ZeRO-3 gather).
-TEST(GptWeightsTest, UnitsAreAcquiredAroundEveryUseInPassOrder) {
+TEST(ModelWeightsTest, UnitsAreAcquiredAroundEveryUseInPassOrder) {
   for (const auto mode :
        {config::ActivationCheckpointing::kNone, config::ActivationCheckpointing::kSelective,
         config::ActivationCheckpointing::kBlocks}) {
@@ -88,7 +88,7 @@ TEST(GptWeightsTest, UnitsAreAcquiredAroundEveryUseInPassOrder) {
   }
 }
 
-TEST(GptWeightsTest, PaddedLayoutComputesThePlainLayoutsLossAndGradients) {
+TEST(ModelWeightsTest, PaddedLayoutComputesThePlainLayoutsLossAndGradients) {
   auto backend = make_backend("cpu");
   const GptConfig config = tiny_config();
   Gpt plain(*backend, config, DType::kF32, DType::kF32);
