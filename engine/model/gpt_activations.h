@@ -39,16 +39,12 @@ struct BlockActivations {
   Tensor residual3;  // (B,T,C)  residual2 + mlp.c_proj(fch_gelu)  selective, blocks
 };
 
-// One block's saved tensors, in bytes per position (one of the B*T rows)
-// for compute dtype `dtype`: those `checkpointing` keeps per block, and
-// those it recomputes into the one copy all blocks share. The memory
-// planner sizes the activations by it.
-struct BlockActivationBytes {
-  int64_t kept = 0;
-  int64_t shared = 0;
-};
-BlockActivationBytes block_activation_bytes(const GptConfig& config, DType dtype, int64_t seq,
-                                            config::ActivationCheckpointing checkpointing);
+// The bytes per position (one of the B*T rows) of a GptActivations and a
+// GptActivationGrads for sequences of `seq` and compute dtype `dtype`:
+// every tensor they allocate, from the same tables they allocate by. The
+// memory planner sizes a rank's activations by it.
+int64_t activation_bytes_per_position(const GptConfig& config, DType dtype, int64_t seq,
+                                      config::ActivationCheckpointing checkpointing);
 
 struct GptActivations {
   // Allocates every tensor for batches of shape (batch, seq), the block

@@ -32,20 +32,13 @@ struct Dims {
   DType model;
 };
 
-// GptActivations and GptActivationGrads (gpt_activations.h) for `mode`,
-// and the trainer's host-readable token and target batches.
+// The model's activations (gpt_activations.h: what it allocates, by the
+// same tables) and the trainer's host-readable token and target batches
+// (two int32 per position).
 int64_t activation_bytes(const Dims& d, const GptConfig& model, DType dtype,
                          ActivationCheckpointing mode) {
-  const int64_t e = d.element, c = d.dim;
-  // Per position: ids (3 x int32), the embeddings, the projection
-  // scratch, ln_f and its statistics, the logits, the losses.
-  const int64_t outside = checked_sum({12, 3 * e * c, 8, e * d.padded_vocab, 4}, "activations");
-  // Each block's kept tensors, and one block's recomputed ones.
-  const BlockActivationBytes block = block_activation_bytes(model, dtype, d.seq, mode);
-  const int64_t gradients = 10 * e * c;  // residual, btc, fch_gelu, fch
-  const int64_t per_position = checked_sum(
-      {outside, checked_product({d.layers, block.kept}, "activations"), block.shared, gradients, 8},
-      "activations");
+  const int64_t per_position =
+      checked_sum({activation_bytes_per_position(model, dtype, d.seq, mode), 8}, "activations");
   return checked_product({d.positions, per_position}, "activations");
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/gpt_activations.h"
 #include "engine/model/gpt_init.h"
 #include "model_test_util.h"
 
@@ -111,6 +112,35 @@ TEST(ActivationCheckpointingMemory, KeepsExactlyTheModesTensors) {
         backend->memory().current(MemoryPool::kDevice, MemoryCategory::kActivations) - before;
     EXPECT_EQ(kept, static_cast<size_t>(4 * positions * (outside_blocks + block_elements)))
         << config::enum_name(mode);
+  }
+}
+
+// The planner sizes a rank's activations by activation_bytes_per_position:
+// a forward and backward allocate exactly that, in every mode and dtype.
+TEST(ActivationCheckpointingMemory, ThePlannedBytesAreWhatForwardAndBackwardAllocate) {
+  const GptConfig config = three_block_config();
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const ActivationCheckpointing mode :
+         {ActivationCheckpointing::kNone, ActivationCheckpointing::kSelective,
+          ActivationCheckpointing::kBlocks}) {
+      auto backend = make_backend("cpu");
+      Gpt gpt(*backend, config, dtype, dtype, 1, mode);
+      const Tensor params =
+          make_flat(*backend, gpt2_init(gpt.layout(), config, 3), dtype, MemoryCategory::kParams);
+      const Tensor grads = backend->zeros({gpt.layout().numel()}, dtype, MemoryCategory::kGrads);
+      const Tensor tokens = random_ids(*backend, kBatch, kSeq, config.vocab, 1);
+      const Tensor targets = random_ids(*backend, kBatch, kSeq, config.vocab, 2);
+      const size_t before =
+          backend->memory().current(MemoryPool::kDevice, MemoryCategory::kActivations);
+      gpt.forward(params, tokens, targets);
+      gpt.backward(params, grads, 1.0f);
+      const size_t allocated =
+          backend->memory().current(MemoryPool::kDevice, MemoryCategory::kActivations) - before;
+      EXPECT_EQ(allocated,
+                static_cast<size_t>(kBatch * kSeq *
+                                    activation_bytes_per_position(config, dtype, kSeq, mode)))
+          << dtype_name(dtype) << " " << config::enum_name(mode);
+    }
   }
 }
 
