@@ -336,14 +336,16 @@ TEST_F(HttpTest, MetricsAndServiceDiscoveryShowJobsAndLiveWorkers) {
   auto exported = worker({.hostname = "gpu1", .metrics_address = "10.0.0.5:9401"});
   auto silent = worker({.hostname = "gpu2", .metrics_address = "10.0.0.6:9401"});
   auto unexported = worker({.hostname = "cpu1"});
-  const std::string id = submit(spec(1));
-  submit(spec(5));
-  await_state(id, v1::JOB_STATE_RUNNING);
+  // Lost before any job is placed, so that the running job is on a live
+  // worker and starts once.
   silent->stop_heartbeats();
   ASSERT_TRUE(eventually([&] {
     return http_body(server_->http_port(), "/metrics").find("mixtrain_workers{state=\"lost\"} 1") !=
            std::string::npos;
   }));
+  const std::string id = submit(spec(1));
+  submit(spec(5));
+  await_state(id, v1::JOB_STATE_RUNNING);
   const std::string metrics = http_body(server_->http_port(), "/metrics");
   for (const char* expected :
        {"mixtrain_jobs{state=\"queued\"} 1", "mixtrain_jobs{state=\"running\"} 1",
