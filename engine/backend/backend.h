@@ -118,6 +118,8 @@ enum class BackendOp {
   kEmbeddingBackward,
   kLayernormForward,
   kLayernormBackward,
+  kRmsnormForward,
+  kRmsnormBackward,
   kGeluForward,
   kGeluBackward,
   kAttentionForward,
@@ -266,6 +268,13 @@ class Backend {
   void layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
                           const Tensor& dout, const Tensor& inp, const Tensor& weight,
                           const Tensor& mean, const Tensor& rstd);
+  // RMSNorm (Llama's): out (N,C) = inp * rstd * weight with rstd =
+  // 1 / sqrt(mean(inp^2) + eps) per row, saved (N) fp32; fp32 arithmetic,
+  // out rounded once.
+  void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& inp,
+                       const Tensor& weight, float eps = 1e-5f);
+  void rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
+                        const Tensor& inp, const Tensor& weight, const Tensor& rstd);
   // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
   void gelu_forward(const Tensor& out, const Tensor& inp);
   void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp);
@@ -331,6 +340,10 @@ class Backend {
   virtual void do_layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
                                      const Tensor& dout, const Tensor& inp, const Tensor& weight,
                                      const Tensor& mean, const Tensor& rstd) = 0;
+  virtual void do_rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& inp,
+                                  const Tensor& weight, float eps) = 0;
+  virtual void do_rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
+                                   const Tensor& inp, const Tensor& weight, const Tensor& rstd) = 0;
   virtual void do_gelu_forward(const Tensor& out, const Tensor& inp) = 0;
   virtual void do_gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) = 0;
   virtual void do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,

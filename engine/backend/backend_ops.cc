@@ -35,6 +35,36 @@ void check_channel_vector(const char* op, const char* name, const Tensor& t, int
   check_numel(op, name, t, channels);
 }
 
+// What LayerNorm's and RMSNorm's forward share: inp's rows, out of their
+// shape (it may be inp itself), rstd (N) fp32, weight (C).
+RowShape check_norm_forward(const char* op, const Tensor& out, const Tensor& rstd,
+                            const Tensor& inp, const Tensor& weight) {
+  const RowShape shape = checked_rows(op, inp);
+  check_float(op, "out", out);
+  check_matrix(op, "out", out, shape.rows, shape.channels);
+  check_same_or_disjoint(op, "out", out, "inp", inp);
+  check_row_stat(op, "rstd", rstd, shape.rows);
+  check_channel_vector(op, "weight", weight, shape.channels);
+  return shape;
+}
+
+// What their backward shares: dinp and dout of inp's rows, weight and
+// dweight (C), rstd (N) fp32.
+RowShape check_norm_backward(const char* op, const Tensor& dinp, const Tensor& dweight,
+                             const Tensor& dout, const Tensor& inp, const Tensor& weight,
+                             const Tensor& rstd) {
+  const RowShape shape = checked_rows(op, inp);
+  check_float(op, "dinp", dinp);
+  check_matrix(op, "dinp", dinp, shape.rows, shape.channels);
+  check_float(op, "dout", dout);
+  check_matrix(op, "dout", dout, shape.rows, shape.channels);
+  check_same_or_disjoint(op, "dinp", dinp, "dout", dout);
+  check_channel_vector(op, "weight", weight, shape.channels);
+  check_channel_vector(op, "dweight", dweight, shape.channels);
+  check_row_stat(op, "rstd", rstd, shape.rows);
+  return shape;
+}
+
 // embedding_{forward,backward}'s tensors: rows (N,C) of activations or
 // their gradient, ids (N) int32, table (V,C) or its gradient. The ids'
 // values are read only where the backend computes on the host (the CPU),
@@ -210,13 +240,8 @@ void Backend::layernorm_forward(const Tensor& out, const Tensor& mean, const Ten
                                 const Tensor& inp, const Tensor& weight, const Tensor& bias,
                                 float eps) {
   constexpr const char* kOp = "layernorm_forward";
-  const RowShape shape = checked_rows(kOp, inp);
-  check_float(kOp, "out", out);
-  check_matrix(kOp, "out", out, shape.rows, shape.channels);
-  check_same_or_disjoint(kOp, "out", out, "inp", inp);
+  const RowShape shape = check_norm_forward(kOp, out, rstd, inp, weight);
   check_row_stat(kOp, "mean", mean, shape.rows);
-  check_row_stat(kOp, "rstd", rstd, shape.rows);
-  check_channel_vector(kOp, "weight", weight, shape.channels);
   check_channel_vector(kOp, "bias", bias, shape.channels);
   require_support(kOp, BackendOp::kLayernormForward,
                   {out.dtype(), inp.dtype(), weight.dtype(), bias.dtype()});
@@ -227,21 +252,30 @@ void Backend::layernorm_backward(const Tensor& dinp, const Tensor& dweight, cons
                                  const Tensor& dout, const Tensor& inp, const Tensor& weight,
                                  const Tensor& mean, const Tensor& rstd) {
   constexpr const char* kOp = "layernorm_backward";
-  const RowShape shape = checked_rows(kOp, inp);
-  check_float(kOp, "dinp", dinp);
-  check_matrix(kOp, "dinp", dinp, shape.rows, shape.channels);
-  check_float(kOp, "dout", dout);
-  check_matrix(kOp, "dout", dout, shape.rows, shape.channels);
-  check_same_or_disjoint(kOp, "dinp", dinp, "dout", dout);
-  check_channel_vector(kOp, "weight", weight, shape.channels);
-  check_channel_vector(kOp, "dweight", dweight, shape.channels);
+  const RowShape shape = check_norm_backward(kOp, dinp, dweight, dout, inp, weight, rstd);
   check_channel_vector(kOp, "dbias", dbias, shape.channels);
   check_row_stat(kOp, "mean", mean, shape.rows);
-  check_row_stat(kOp, "rstd", rstd, shape.rows);
   require_support(
       kOp, BackendOp::kLayernormBackward,
       {dinp.dtype(), dweight.dtype(), dbias.dtype(), dout.dtype(), inp.dtype(), weight.dtype()});
   do_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd);
+}
+
+void Backend::rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& inp,
+                              const Tensor& weight, float eps) {
+  constexpr const char* kOp = "rmsnorm_forward";
+  check_norm_forward(kOp, out, rstd, inp, weight);
+  require_support(kOp, BackendOp::kRmsnormForward, {out.dtype(), inp.dtype(), weight.dtype()});
+  do_rmsnorm_forward(out, rstd, inp, weight, eps);
+}
+
+void Backend::rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
+                               const Tensor& inp, const Tensor& weight, const Tensor& rstd) {
+  constexpr const char* kOp = "rmsnorm_backward";
+  check_norm_backward(kOp, dinp, dweight, dout, inp, weight, rstd);
+  require_support(kOp, BackendOp::kRmsnormBackward,
+                  {dinp.dtype(), dweight.dtype(), dout.dtype(), inp.dtype(), weight.dtype()});
+  do_rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd);
 }
 
 void Backend::gelu_forward(const Tensor& out, const Tensor& inp) {

@@ -59,6 +59,10 @@ class CpuBackend final : public Backend {
   void do_layernorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dbias,
                              const Tensor& dout, const Tensor& inp, const Tensor& weight,
                              const Tensor& mean, const Tensor& rstd) override;
+  void do_rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& inp,
+                          const Tensor& weight, float eps) override;
+  void do_rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
+                           const Tensor& inp, const Tensor& weight, const Tensor& rstd) override;
   void do_gelu_forward(const Tensor& out, const Tensor& inp) override;
   void do_gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) override;
   void do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,

@@ -1,4 +1,5 @@
-// Why: LayerNorm on the GPU, forward and backward side by side (llm.c's
+// Why: LayerNorm and RMSNorm (LayerNorm without the mean and the bias, as
+// Llama normalizes) on the GPU, forward and backward side by side (llm.c's
 // layernorm_forward/backward). One warp normalizes one row (N,C) in fp32.
 // The weight and bias gradients sum over all N rows; to stay deterministic
 // they are summed per fixed chunk of rows into a workspace and the chunks
@@ -29,17 +30,22 @@ __device__ inline int64_t warp_row(int64_t rows) {
   return row < rows ? row : -1;
 }
 
-// out = (inp - mean) * rstd * weight + bias per row; saves mean and rstd.
-template <class Ref>
-__global__ void layernorm_forward_kernel(Ref out, float* mean, float* rstd, Ref inp, Ref weight,
+// out = (inp - mean) * rstd * weight + bias per row, saving mean and rstd;
+// not centered (RMSNorm): out = inp * rstd * weight, saving rstd (mean and
+// bias are not read).
+template <bool kCentered, class Ref>
+__global__ void normalize_forward_kernel(Ref out, float* mean, float* rstd, Ref inp, Ref weight,
                                          Ref bias, float eps, int64_t rows, int64_t channels) {
   const int64_t row = warp_row(rows);
   if (row < 0) return;
   const int lane = threadIdx.x % kWarpSize;
   const int64_t base = row * channels;
-  float sum = 0.0f;
-  for (int64_t c = lane; c < channels; c += kWarpSize) sum += inp.load(base + c);
-  const float m = warp_sum(sum) / static_cast<float>(channels);
+  float m = 0.0f;
+  if constexpr (kCentered) {
+    float sum = 0.0f;
+    for (int64_t c = lane; c < channels; c += kWarpSize) sum += inp.load(base + c);
+    m = warp_sum(sum) / static_cast<float>(channels);
+  }
   float squares = 0.0f;
   for (int64_t c = lane; c < channels; c += kWarpSize) {
     const float d = inp.load(base + c) - m;
@@ -49,25 +55,30 @@ __global__ void layernorm_forward_kernel(Ref out, float* mean, float* rstd, Ref 
   const float s = 1.0f / sqrtf(variance + eps);
   for (int64_t c = lane; c < channels; c += kWarpSize) {
     const float normalized = (inp.load(base + c) - m) * s;
-    out.store(base + c, normalized * weight.load(c) + bias.load(c));
+    if constexpr (kCentered) {
+      out.store(base + c, normalized * weight.load(c) + bias.load(c));
+    } else {
+      out.store(base + c, normalized * weight.load(c));
+    }
   }
   if (lane == 0) {
-    mean[row] = m;
+    if constexpr (kCentered) mean[row] = m;
     rstd[row] = s;
   }
 }
 
 // dinp += (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd per row,
-// with norm = (inp - mean) * rstd and dnorm = dout * weight.
-template <class Ref>
-__global__ void layernorm_backward_input_kernel(Ref dinp, Ref dout, Ref inp, Ref weight,
-                                                const float* mean, const float* rstd,
-                                                int64_t rows, int64_t channels) {
+// with norm = (inp - mean) * rstd and dnorm = dout * weight; not centered,
+// mean is 0 and there is no mean(dnorm) term.
+template <bool kCentered, class Ref>
+__global__ void normalize_backward_input_kernel(Ref dinp, Ref dout, Ref inp, Ref weight,
+                                                const float* mean, const float* rstd, int64_t rows,
+                                                int64_t channels) {
   const int64_t row = warp_row(rows);
   if (row < 0) return;
   const int lane = threadIdx.x % kWarpSize;
   const int64_t base = row * channels;
-  const float m = mean[row], s = rstd[row];
+  const float m = kCentered ? mean[row] : 0.0f, s = rstd[row];
   float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
   for (int64_t c = lane; c < channels; c += kWarpSize) {
     const float norm = (inp.load(base + c) - m) * s;
@@ -80,15 +91,15 @@ __global__ void layernorm_backward_input_kernel(Ref dinp, Ref dout, Ref inp, Ref
   for (int64_t c = lane; c < channels; c += kWarpSize) {
     const float norm = (inp.load(base + c) - m) * s;
     const float dnorm = dout.load(base + c) * weight.load(c);
-    const float grad = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    const float grad = (dnorm - (kCentered ? dnorm_mean : 0.0f) - norm * dnorm_norm_mean) * s;
     dinp.store(base + c, dinp.load(base + c) + grad);
   }
 }
 
-// For each column and chunk of rows: partial_dweight = sum dout * norm and
-// partial_dbias = sum dout over the chunk's rows, in row order.
-template <class Ref>
-__global__ void layernorm_backward_params_partial_kernel(float* partial_dweight,
+// For each column and chunk of rows: partial_dweight = sum dout * norm and,
+// centered, partial_dbias = sum dout over the chunk's rows, in row order.
+template <bool kCentered, class Ref>
+__global__ void normalize_backward_params_partial_kernel(float* partial_dweight,
                                                          float* partial_dbias, Ref dout, Ref inp,
                                                          const float* mean, const float* rstd,
                                                          int64_t rows, int64_t channels,
@@ -100,28 +111,43 @@ __global__ void layernorm_backward_params_partial_kernel(float* partial_dweight,
   float dweight = 0.0f, dbias = 0.0f;
   for (int64_t r = begin; r < end; ++r) {
     const float d = dout.load(r * channels + c);
-    dweight += d * (inp.load(r * channels + c) - mean[r]) * rstd[r];
+    dweight += d * (inp.load(r * channels + c) - (kCentered ? mean[r] : 0.0f)) * rstd[r];
     dbias += d;
   }
   partial_dweight[blockIdx.y * channels + c] = dweight;
-  partial_dbias[blockIdx.y * channels + c] = dbias;
+  if constexpr (kCentered) partial_dbias[blockIdx.y * channels + c] = dbias;
 }
 
-// dweight, dbias += the chunks' partial sums, added in chunk order.
+// grad += the chunks' partial sums, added in chunk order.
 template <class Ref>
-__global__ void layernorm_backward_params_finish_kernel(Ref dweight, Ref dbias,
-                                                        const float* partial_dweight,
-                                                        const float* partial_dbias,
+__global__ void normalize_backward_params_finish_kernel(Ref grad, const float* partial,
                                                         int64_t chunks, int64_t channels) {
   for (int64_t c = gpu::thread_index(); c < channels; c += gpu::grid_size()) {
-    float w = 0.0f, b = 0.0f;
-    for (int64_t k = 0; k < chunks; ++k) {
-      w += partial_dweight[k * channels + c];
-      b += partial_dbias[k * channels + c];
-    }
-    dweight.store(c, dweight.load(c) + w);
-    dbias.store(c, dbias.load(c) + b);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < chunks; ++k) sum += partial[k * channels + c];
+    grad.store(c, grad.load(c) + sum);
   }
+}
+
+// The forward of either norm (mean and bias only when centered).
+template <bool kCentered>
+void normalize_forward(cudaStream_t stream, const char* op, const Tensor& out, const Tensor* mean,
+                       const Tensor& rstd, const Tensor& inp, const Tensor& weight,
+                       const Tensor* bias, float eps) {
+  const op_checks::RowShape shape = op_checks::row_shape(inp);
+  const int64_t rows = shape.rows;
+  const int64_t channels = shape.channels;
+  gpu::dispatch_compute({&out, &inp, &weight, bias}, op, [&](auto policy) {
+    using P = decltype(policy);
+    if (rows == 0) return;
+    const unsigned blocks = static_cast<unsigned>(
+        gpu::checked_int(op, "row blocks", (rows + kRowsPerBlock - 1) / kRowsPerBlock));
+    // Not centered, the kernel reads no bias: weight stands in for it.
+    normalize_forward_kernel<kCentered><<<blocks, gpu::kBlockThreads, 0, stream>>>(
+        P::ref(out), kCentered ? mean->data_as<float>() : nullptr, rstd.data_as<float>(),
+        P::ref(inp), P::ref(weight), P::ref(kCentered ? *bias : weight), eps, rows, channels);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("normalize_forward_kernel");
+  });
 }
 
 }  // namespace
@@ -129,60 +155,79 @@ __global__ void layernorm_backward_params_finish_kernel(Ref dweight, Ref dbias,
 void CudaBackend::do_layernorm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd,
                                        const Tensor& inp, const Tensor& weight, const Tensor& bias,
                                        float eps) {
-  const cudaStream_t stream = begin_op();
-  const char* op = "layernorm_forward";
-  const op_checks::RowShape shape = op_checks::row_shape(inp);
-  const int64_t rows = shape.rows;
-  const int64_t channels = shape.channels;
-  gpu::dispatch_compute({&out, &inp, &weight, &bias}, op, [&](auto policy) {
-    using P = decltype(policy);
-    if (rows == 0) return;
-    const unsigned blocks = static_cast<unsigned>(
-        gpu::checked_int(op, "row blocks", (rows + kRowsPerBlock - 1) / kRowsPerBlock));
-    layernorm_forward_kernel<<<blocks, gpu::kBlockThreads, 0, stream>>>(
-        P::ref(out), mean.data_as<float>(), rstd.data_as<float>(), P::ref(inp),
-        P::ref(weight), P::ref(bias), eps, rows, channels);
-    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_forward_kernel");
-  });
+  normalize_forward<true>(begin_op(), "layernorm_forward", out, &mean, rstd, inp, weight, &bias,
+                          eps);
 }
 
-void CudaBackend::do_layernorm_backward(const Tensor& dinp, const Tensor& dweight,
-                                        const Tensor& dbias, const Tensor& dout, const Tensor& inp,
-                                        const Tensor& weight, const Tensor& mean,
-                                        const Tensor& rstd) {
-  const cudaStream_t stream = begin_op();
-  const char* op = "layernorm_backward";
+void CudaBackend::do_rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& inp,
+                                     const Tensor& weight, float eps) {
+  normalize_forward<false>(begin_op(), "rmsnorm_forward", out, nullptr, rstd, inp, weight, nullptr,
+                           eps);
+}
+
+namespace {
+
+// The backward of either norm (dbias and mean only when centered).
+template <bool kCentered>
+void normalize_backward(CudaBackend& backend, const char* op, const Tensor& dinp,
+                        const Tensor& dweight, const Tensor* dbias, const Tensor& dout,
+                        const Tensor& inp, const Tensor& weight, const Tensor* mean,
+                        const Tensor& rstd) {
+  const cudaStream_t stream = backend.begin_op();
   const op_checks::RowShape shape = op_checks::row_shape(inp);
   const int64_t rows = shape.rows;
   const int64_t channels = shape.channels;
   if (rows == 0) return;
   const int64_t chunks = std::min(kMaxChunks, (rows + kRowsPerChunk - 1) / kRowsPerChunk);
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-  const std::vector<Tensor> partial =
-      scratch({{{chunks, channels}, DType::kF32}, {{chunks, channels}, DType::kF32}});
-  gpu::dispatch_compute({&dinp, &dweight, &dbias, &dout, &inp, &weight}, op, [&](auto policy) {
+  const std::vector<Tensor> partial = backend.scratch(
+      {{{chunks, channels}, DType::kF32}, {{kCentered ? chunks : 0, channels}, DType::kF32}});
+  const float* mean_data = kCentered ? mean->data_as<float>() : nullptr;
+  gpu::dispatch_compute({&dinp, &dweight, dbias, &dout, &inp, &weight}, op, [&](auto policy) {
     using P = decltype(policy);
     // The parameter sums run first: they read dout, which dinp may alias.
     const dim3 grid(static_cast<unsigned>(gpu::checked_int(
                         op, "column blocks",
                         (channels + gpu::kBlockThreads - 1) / gpu::kBlockThreads)),
                     static_cast<unsigned>(chunks));
-    layernorm_backward_params_partial_kernel<<<grid, gpu::kBlockThreads, 0, stream>>>(
-        partial[0].data_as<float>(), partial[1].data_as<float>(), P::ref(dout), P::ref(inp),
-        mean.data_as<float>(), rstd.data_as<float>(), rows, channels, rows_per_chunk);
-    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_backward_params_partial_kernel");
-    layernorm_backward_params_finish_kernel<<<gpu::grid_blocks(channels), gpu::kBlockThreads, 0,
+    normalize_backward_params_partial_kernel<kCentered><<<grid, gpu::kBlockThreads, 0, stream>>>(
+        partial[0].data_as<float>(), kCentered ? partial[1].data_as<float>() : nullptr,
+        P::ref(dout), P::ref(inp), mean_data, rstd.data_as<float>(), rows, channels,
+        rows_per_chunk);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("normalize_backward_params_partial_kernel");
+    normalize_backward_params_finish_kernel<<<gpu::grid_blocks(channels), gpu::kBlockThreads, 0,
                                               stream>>>(
-        P::ref(dweight), P::ref(dbias), partial[0].data_as<float>(),
-        partial[1].data_as<float>(), chunks, channels);
-    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_backward_params_finish_kernel");
+        P::ref(dweight), partial[0].data_as<float>(), chunks, channels);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("normalize_backward_params_finish_kernel");
+    if constexpr (kCentered) {
+      normalize_backward_params_finish_kernel<<<gpu::grid_blocks(channels), gpu::kBlockThreads, 0,
+                                                stream>>>(
+          P::ref(*dbias), partial[1].data_as<float>(), chunks, channels);
+      MIXTRAIN_CUDA_CHECK_LAUNCH("normalize_backward_params_finish_kernel");
+    }
     const unsigned row_blocks = static_cast<unsigned>(
         gpu::checked_int(op, "row blocks", (rows + kRowsPerBlock - 1) / kRowsPerBlock));
-    layernorm_backward_input_kernel<<<row_blocks, gpu::kBlockThreads, 0, stream>>>(
-        P::ref(dinp), P::ref(dout), P::ref(inp), P::ref(weight), mean.data_as<float>(),
-        rstd.data_as<float>(), rows, channels);
-    MIXTRAIN_CUDA_CHECK_LAUNCH("layernorm_backward_input_kernel");
+    normalize_backward_input_kernel<kCentered><<<row_blocks, gpu::kBlockThreads, 0, stream>>>(
+        P::ref(dinp), P::ref(dout), P::ref(inp), P::ref(weight), mean_data, rstd.data_as<float>(),
+        rows, channels);
+    MIXTRAIN_CUDA_CHECK_LAUNCH("normalize_backward_input_kernel");
   });
+}
+
+}  // namespace
+
+void CudaBackend::do_layernorm_backward(const Tensor& dinp, const Tensor& dweight,
+                                        const Tensor& dbias, const Tensor& dout, const Tensor& inp,
+                                        const Tensor& weight, const Tensor& mean,
+                                        const Tensor& rstd) {
+  normalize_backward<true>(*this, "layernorm_backward", dinp, dweight, &dbias, dout, inp, weight,
+                           &mean, rstd);
+}
+
+void CudaBackend::do_rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
+                                      const Tensor& inp, const Tensor& weight, const Tensor& rstd) {
+  normalize_backward<false>(*this, "rmsnorm_backward", dinp, dweight, nullptr, dout, inp, weight,
+                            nullptr, rstd);
 }
 
 }  // namespace mixtrain

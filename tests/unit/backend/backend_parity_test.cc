@@ -558,6 +558,29 @@ TEST_P(BackendParityTest, LayerNormForwardAndBackward) {
   }
 }
 
+TEST_P(BackendParityTest, RmsNormForwardAndBackward) {
+  const int64_t rows = 10, channels = 70;
+  for (DType dtype : kFloatTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin inp = make_random({2, rows / 2, channels}, dtype, 131, -2.0f, 3.0f);
+    const Twin weight = make_random({channels}, dtype, 132, 0.5f, 1.5f);
+    const Twin out = make_random({2, rows / 2, channels}, dtype, 134);
+    const Twin rstd = make_random({rows}, DType::kF32, 136);
+    run_both([&](Backend& b, Side s) { b.rmsnorm_forward(out.*s, rstd.*s, inp.*s, weight.*s); });
+    expect_close(out, parity_tolerance(dtype), "rmsnorm_forward out");
+    expect_close(rstd, parity_tolerance(DType::kF32), "rmsnorm_forward rstd");
+
+    const Twin dout = make_random({2, rows / 2, channels}, dtype, 137);
+    const Twin dinp = make_random({2, rows / 2, channels}, dtype, 138);
+    const Twin dweight = make_random({channels}, dtype, 139);
+    run_both([&](Backend& b, Side s) {
+      b.rmsnorm_backward(dinp.*s, dweight.*s, dout.*s, inp.*s, weight.*s, rstd.*s);
+    });
+    expect_close(dinp, parity_tolerance(dtype), "rmsnorm_backward dinp");
+    expect_close(dweight, parity_tolerance(dtype), "rmsnorm_backward dweight");
+  }
+}
+
 TEST_P(BackendParityTest, GeluForwardAndBackward) {
   for (DType dtype : kFloatTypes) {
     SCOPED_TRACE(dtype_name(dtype));
@@ -1132,6 +1155,20 @@ std::vector<BadCall> bad_calls() {
        [](Backend& b) {
          b.layernorm_backward(z(b, {2, 4}, f32), z(b, {4}, f32), z(b, {5}, f32), z(b, {2, 4}, f32),
                               z(b, {2, 4}, f32), z(b, {4}, f32), z(b, {2}, f32), z(b, {2}, f32));
+       }},
+      {"rmsnorm weight size",
+       [](Backend& b) {
+         b.rmsnorm_forward(z(b, {2, 4}, f32), z(b, {2}, f32), z(b, {2, 4}, f32), z(b, {3}, f32));
+       }},
+      {"rmsnorm bf16 rstd",
+       [](Backend& b) {
+         b.rmsnorm_forward(z(b, {2, 4}, bf16), z(b, {2}, bf16), z(b, {2, 4}, bf16),
+                           z(b, {4}, bf16));
+       }},
+      {"rmsnorm_backward dout rows",
+       [](Backend& b) {
+         b.rmsnorm_backward(z(b, {2, 4}, f32), z(b, {4}, f32), z(b, {3, 4}, f32), z(b, {2, 4}, f32),
+                            z(b, {4}, f32), z(b, {2}, f32));
        }},
       {"gelu of other sizes", [](Backend& b) { b.gelu_forward(z(b, {4}, f32), z(b, {5}, f32)); }},
       {"gelu_backward of int32",
