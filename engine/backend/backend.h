@@ -120,6 +120,8 @@ enum class BackendOp {
   kLayernormBackward,
   kRmsnormForward,
   kRmsnormBackward,
+  kRopeForward,
+  kRopeBackward,
   kGeluForward,
   kGeluBackward,
   kAttentionForward,
@@ -275,6 +277,16 @@ class Backend {
                        const Tensor& weight, float eps = 1e-5f);
   void rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
                         const Tensor& inp, const Tensor& weight, const Tensor& rstd);
+  // Rotary position embedding (Llama's RoPE, Hugging Face's rotate-half
+  // convention) of inp (B,T,H,HS), HS even, into out (inp's shape; may be
+  // inp itself): in each head, element i < HS/2 and element i + HS/2 of
+  // the row at position t are rotated by the angle whose (cos, sin) are
+  // freqs[t][i] (freqs (T', HS/2, 2) fp32, T' >= T, as the model computes
+  // them from rope_theta):
+  //   out[i] = x[i] cos - x[i + HS/2] sin,  out[i + HS/2] = x[i + HS/2] cos + x[i] sin.
+  void rope_forward(const Tensor& out, const Tensor& inp, const Tensor& freqs);
+  // dinp += dout rotated back (by -angle): the gradient of rope_forward.
+  void rope_backward(const Tensor& dinp, const Tensor& dout, const Tensor& freqs);
   // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
   void gelu_forward(const Tensor& out, const Tensor& inp);
   void gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp);
@@ -344,6 +356,8 @@ class Backend {
                                   const Tensor& weight, float eps) = 0;
   virtual void do_rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
                                    const Tensor& inp, const Tensor& weight, const Tensor& rstd) = 0;
+  virtual void do_rope_forward(const Tensor& out, const Tensor& inp, const Tensor& freqs) = 0;
+  virtual void do_rope_backward(const Tensor& dinp, const Tensor& dout, const Tensor& freqs) = 0;
   virtual void do_gelu_forward(const Tensor& out, const Tensor& inp) = 0;
   virtual void do_gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) = 0;
   virtual void do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,

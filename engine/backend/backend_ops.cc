@@ -65,6 +65,26 @@ RowShape check_norm_backward(const char* op, const Tensor& dinp, const Tensor& d
   return shape;
 }
 
+// rope_{forward,backward}'s tensors: `in` (B,T,H,HS) with HS even, `out`
+// of its shape (the same tensor or apart), freqs (T', HS/2, 2) fp32 with
+// T' >= T.
+void check_rope(const char* op, const char* out_name, const Tensor& out, const char* in_name,
+                const Tensor& in, const Tensor& freqs) {
+  check_float(op, in_name, in);
+  MIXTRAIN_CHECK_ARG(in.ndim() == 4 && in.dim(3) % 2 == 0,
+                     std::string(op) + ": " + in_name + " " + in.describe() +
+                         " must be (B, T, H, HS) with an even head size HS");
+  check_float(op, out_name, out);
+  check_shape(op, out_name, out, in.shape());
+  check_same_or_disjoint(op, out_name, out, in_name, in);
+  check_dtype(op, "freqs", freqs, DType::kF32);
+  MIXTRAIN_CHECK_ARG(freqs.ndim() == 3 && freqs.dim(0) >= in.dim(1) &&
+                         freqs.dim(1) == in.dim(3) / 2 && freqs.dim(2) == 2,
+                     std::string(op) + ": freqs " + freqs.describe() + " must be (T', " +
+                         std::to_string(in.dim(3) / 2) +
+                         ", 2) with T' >= T = " + std::to_string(in.dim(1)));
+}
+
 // embedding_{forward,backward}'s tensors: rows (N,C) of activations or
 // their gradient, ids (N) int32, table (V,C) or its gradient. The ids'
 // values are read only where the backend computes on the host (the CPU),
@@ -276,6 +296,20 @@ void Backend::rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const 
   require_support(kOp, BackendOp::kRmsnormBackward,
                   {dinp.dtype(), dweight.dtype(), dout.dtype(), inp.dtype(), weight.dtype()});
   do_rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd);
+}
+
+void Backend::rope_forward(const Tensor& out, const Tensor& inp, const Tensor& freqs) {
+  constexpr const char* kOp = "rope_forward";
+  check_rope(kOp, "out", out, "inp", inp, freqs);
+  require_support(kOp, BackendOp::kRopeForward, {out.dtype(), inp.dtype()});
+  do_rope_forward(out, inp, freqs);
+}
+
+void Backend::rope_backward(const Tensor& dinp, const Tensor& dout, const Tensor& freqs) {
+  constexpr const char* kOp = "rope_backward";
+  check_rope(kOp, "dinp", dinp, "dout", dout, freqs);
+  require_support(kOp, BackendOp::kRopeBackward, {dinp.dtype(), dout.dtype()});
+  do_rope_backward(dinp, dout, freqs);
 }
 
 void Backend::gelu_forward(const Tensor& out, const Tensor& inp) {

@@ -63,6 +63,8 @@ class CpuBackend final : public Backend {
                           const Tensor& weight, float eps) override;
   void do_rmsnorm_backward(const Tensor& dinp, const Tensor& dweight, const Tensor& dout,
                            const Tensor& inp, const Tensor& weight, const Tensor& rstd) override;
+  void do_rope_forward(const Tensor& out, const Tensor& inp, const Tensor& freqs) override;
+  void do_rope_backward(const Tensor& dinp, const Tensor& dout, const Tensor& freqs) override;
   void do_gelu_forward(const Tensor& out, const Tensor& inp) override;
   void do_gelu_backward(const Tensor& dinp, const Tensor& dout, const Tensor& inp) override;
   void do_attention_forward(const Tensor& out, const Tensor& att, const Tensor& qkv,

@@ -581,6 +581,30 @@ TEST_P(BackendParityTest, RmsNormForwardAndBackward) {
   }
 }
 
+TEST_P(BackendParityTest, RopeForwardInPlaceAndBackward) {
+  const Shape shape{2, 7, 3, 10};
+  std::vector<double> freqs;
+  for (int t = 0; t < 9; ++t)
+    for (int i = 0; i < 5; ++i) {
+      const double angle = t * std::pow(10000.0, -2.0 * i / 10);
+      freqs.push_back(std::cos(angle));
+      freqs.push_back(std::sin(angle));
+    }
+  const Twin table = make({9, 5, 2}, DType::kF32, freqs);
+  for (DType dtype : kFloatTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Twin inp = make_random(shape, dtype, 141, -2.0f, 2.0f);
+    const Twin out = make_random(shape, dtype, 142);
+    run_both([&](Backend& b, Side s) { b.rope_forward(out.*s, inp.*s, table.*s); });
+    expect_close(out, parity_tolerance(dtype), "rope_forward out");
+    run_both([&](Backend& b, Side s) { b.rope_forward(inp.*s, inp.*s, table.*s); });
+    expect_close(inp, parity_tolerance(dtype), "rope_forward in place");
+    const Twin dinp = make_random(shape, dtype, 143);
+    run_both([&](Backend& b, Side s) { b.rope_backward(dinp.*s, out.*s, table.*s); });
+    expect_close(dinp, parity_tolerance(dtype), "rope_backward dinp");
+  }
+}
+
 TEST_P(BackendParityTest, GeluForwardAndBackward) {
   for (DType dtype : kFloatTypes) {
     SCOPED_TRACE(dtype_name(dtype));
@@ -1169,6 +1193,18 @@ std::vector<BadCall> bad_calls() {
        [](Backend& b) {
          b.rmsnorm_backward(z(b, {2, 4}, f32), z(b, {4}, f32), z(b, {3, 4}, f32), z(b, {2, 4}, f32),
                             z(b, {4}, f32), z(b, {2}, f32));
+       }},
+      {"rope of an odd head size",
+       [](Backend& b) {
+         b.rope_forward(z(b, {1, 2, 2, 3}, f32), z(b, {1, 2, 2, 3}, f32), z(b, {2, 1, 2}, f32));
+       }},
+      {"rope with a short frequency table",
+       [](Backend& b) {
+         b.rope_forward(z(b, {1, 4, 2, 4}, f32), z(b, {1, 4, 2, 4}, f32), z(b, {3, 2, 2}, f32));
+       }},
+      {"rope_backward of other shapes",
+       [](Backend& b) {
+         b.rope_backward(z(b, {1, 4, 2, 4}, f32), z(b, {1, 4, 4, 2}, f32), z(b, {4, 2, 2}, f32));
        }},
       {"gelu of other sizes", [](Backend& b) { b.gelu_forward(z(b, {4}, f32), z(b, {5}, f32)); }},
       {"gelu_backward of int32",
